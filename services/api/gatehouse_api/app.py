@@ -1,0 +1,72 @@
+"""The Falcon application: ``create_app`` composes it, ``get_app`` is gunicorn's factory."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import falcon
+from dramatiq import Worker
+
+from gatehouse.composition import Gatehouse, bootstrap
+from gatehouse.settings import Settings, load_settings
+from gatehouse_api import errors
+from gatehouse_api.resources.health import Health, Metrics, Ready
+
+log = logging.getLogger(__name__)
+
+
+def create_app(gh: Gatehouse) -> falcon.App:
+    app = falcon.App()
+    errors.install(app)
+    app.add_route("/healthz", Health())
+    app.add_route("/readyz", Ready(gh))
+    app.add_route("/metrics", Metrics(gh.settings.prometheus_multiproc_dir))
+    return app
+
+
+@dataclass
+class Process:
+    """What this API process hosts: its composition and, with role all, consumers."""
+
+    gatehouse: Gatehouse
+    consumers: Worker | None = None
+
+    def start_consumers(self) -> None:
+        settings = self.gatehouse.settings
+        if settings.backend_role != "all":
+            return
+        self.consumers = Worker(
+            self.gatehouse.broker,
+            worker_threads=settings.inprocess_consumer_threads,
+            worker_timeout=settings.worker_idle_poll_ms,
+        )
+        self.gatehouse.broker.emit_after("process_boot")
+        self.consumers.start()
+        log.info("consumers started in-process (BACKEND_ROLE=all)")
+
+    def stop(self) -> None:
+        if self.consumers is not None:
+            # In-flight jobs finish (up to the timeout); the stores close after them.
+            self.consumers.stop(timeout=self.gatehouse.settings.shutdown_timeout_ms)
+        else:
+            self.gatehouse.close()
+
+
+PROCESS: Process | None = None
+
+
+def compose(settings: Settings) -> Gatehouse:
+    """The API's composition; with role all it is the worker's (consumer middleware, actors)."""
+    if settings.backend_role != "all":
+        return bootstrap(settings)
+    from gatehouse_worker.wiring import build
+
+    return build(settings)
+
+
+def get_app() -> falcon.App:
+    global PROCESS
+    gh = compose(load_settings())
+    PROCESS = Process(gh)
+    return create_app(gh)

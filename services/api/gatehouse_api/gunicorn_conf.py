@@ -1,0 +1,45 @@
+"""gunicorn configuration of gatehouse-api; command-line options override these."""
+
+from __future__ import annotations
+
+import signal
+
+from gatehouse.metrics import mark_process_dead
+from gatehouse.settings import load_settings
+
+_settings = load_settings()
+
+bind = _settings.api_bind
+workers = _settings.api_workers
+worker_class = "gthread"
+threads = _settings.api_threads
+# Requests finish, then in-process consumers get the shutdown timeout; only then kill.
+graceful_timeout = _settings.shutdown_timeout_ms // 1000 + 10
+# Bodies are small JSON documents.
+limit_request_line = 8190
+# No runtime control socket: several instances share a host in tests and the
+# root filesystem is read-only in the pods.
+control_socket_disable = True
+accesslog = "-"
+errorlog = "-"
+loglevel = _settings.log_level.lower()
+
+
+def post_worker_init(worker) -> None:
+    from gatehouse_api import app
+
+    # Ctrl-C reaches every process of the group: let the master's graceful stop decide.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if app.PROCESS is not None:
+        app.PROCESS.start_consumers()
+
+
+def worker_exit(server, worker) -> None:
+    from gatehouse_api import app
+
+    if app.PROCESS is not None:
+        app.PROCESS.stop()
+
+
+def child_exit(server, worker) -> None:
+    mark_process_dead(worker.pid, _settings.prometheus_multiproc_dir)

@@ -1,0 +1,1 @@
+"""Job bodies, one module per domain. Importing this package registers them."""

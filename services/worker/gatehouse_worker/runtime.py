@@ -1,0 +1,103 @@
+"""What a job body sees while it runs, and how job bodies are declared.
+
+A job body is a plain function ``body(ctx) -> dict | None`` registered with
+``@job(JOB_TYPE)``; the returned dict becomes the row's ``result``. The
+Dramatiq actor around it takes only the job id; claiming the row, the gate,
+progress and retries happen in the middleware (gatehouse_worker.middleware).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from dramatiq import Actor, Broker
+from dramatiq.common import current_millis
+
+from gatehouse.composition import Gatehouse
+from gatehouse.errors import JobPaused
+from gatehouse.job_types import JobType
+from gatehouse.jobs import Claim
+from gatehouse.progress import WAITING_ACCOUNT
+
+
+@dataclass
+class JobContext:
+    gatehouse: Gatehouse
+    claim: Claim
+    result: dict[str, Any] | None = None
+    # Set when the job's lease (row or gate) was lost: it must stop before its next WB call.
+    lost: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def job(self):
+        return self.claim.job
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        return self.claim.job.payload
+
+    def ensure_held(self) -> None:
+        """Call before each external call: stop (and wait) if the lease is gone."""
+        if self.lost.is_set():
+            raise JobPaused(
+                "the job lost its lease; it waits to run again",
+                resume_at_ms=current_millis() + self.gatehouse.settings.gate_poll_delay_ms,
+                phase=WAITING_ACCOUNT,
+                reason="lease-lost",
+            )
+
+
+_current: ContextVar[JobContext | None] = ContextVar("gatehouse_job", default=None)
+
+
+def active_job() -> JobContext | None:
+    return _current.get()
+
+
+def current_job() -> JobContext:
+    ctx = _current.get()
+    if ctx is None:
+        raise RuntimeError("no job is running in this thread")
+    return ctx
+
+
+def set_current(ctx: JobContext | None) -> None:
+    _current.set(ctx)
+
+
+Body = Callable[[JobContext], "dict[str, Any] | None"]
+JOBS: dict[str, tuple[JobType, Body]] = {}
+
+
+def job(job_type: JobType) -> Callable[[Body], Body]:
+    """Register ``body`` as the consumer of ``job_type`` (declared at worker setup)."""
+
+    def register(body: Body) -> Body:
+        JOBS[job_type.name] = (job_type, body)
+        return body
+
+    return register
+
+
+def declare(broker: Broker, job_type: JobType, body: Body) -> Actor:
+    def run(job_id: str) -> None:
+        ctx = current_job()
+        ctx.result = body(ctx)
+
+    run.__name__ = run.__qualname__ = body.__name__
+    run.__module__ = body.__module__
+    options: dict[str, Any] = {"job": True}
+    if job_type.gate is not None:
+        options["gate"] = job_type.gate
+    return Actor(
+        run,
+        broker=broker,
+        actor_name=job_type.name,
+        queue_name=job_type.queue,
+        priority=0,
+        options=options,
+    )

@@ -1,0 +1,106 @@
+"""The composition root: the one place that builds engines, clients and the broker.
+
+Every process (API, worker, scheduler, tests) calls ``bootstrap``; nothing is
+connected at import time. Each default is a parameter, so a test or a process
+role can pass its own piece (an engine on a test database, the consumer
+middleware of the worker).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dramatiq import Middleware
+from dramatiq.brokers.redis import RedisBroker
+from redis import Redis, RedisError
+from sqlalchemy import Engine
+
+from gatehouse.db import make_engine
+from gatehouse.dispatch import Dispatcher
+from gatehouse.job_types import JobType
+from gatehouse.jobs import JobStore
+from gatehouse.models import Job
+from gatehouse.settings import Settings, load_settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Gatehouse:
+    settings: Settings
+    engine: Engine
+    redis: Redis
+    broker: RedisBroker
+    jobs: JobStore
+    dispatcher: Dispatcher
+
+    def submit(
+        self, job_type: JobType, *, account_id: uuid.UUID | None, payload: dict[str, Any] | None = None
+    ) -> tuple[Job, bool]:
+        """Producer path: write the row, then enqueue. Returns ``(job, created)``.
+
+        The row comes first, so an accepted job is never lost: if Redis is down
+        the row stays ``waiting`` and reconciliation enqueues it later.
+        """
+        job, created = self.jobs.create(
+            type=job_type.name,
+            queue=job_type.queue,
+            tier=job_type.tier,
+            account_id=account_id,
+            max_attempts=self.settings.retry_max_attempts if job_type.retries else 1,
+            payload=payload,
+        )
+        if created:
+            try:
+                self.dispatcher.send(self.jobs.delivery_of(job))
+            except RedisError as exc:
+                log.warning(
+                    "job %s is saved but not enqueued (%s); reconciliation will enqueue it", job.id, exc
+                )
+        return job, created
+
+    def close(self) -> None:
+        self.broker.close()
+        self.redis.close()
+        self.engine.dispose()
+
+
+MiddlewareFactory = Callable[[Gatehouse], Sequence[Middleware]]
+
+
+def bootstrap(
+    settings: Settings | None = None,
+    *,
+    engine: Engine | None = None,
+    redis: Redis | None = None,
+    consumer_middleware: MiddlewareFactory | None = None,
+) -> Gatehouse:
+    settings = settings or load_settings()
+    engine = engine or make_engine(settings)
+    redis = redis or Redis.from_url(
+        settings.require("redis_url"), socket_timeout=10, socket_connect_timeout=5
+    )
+    broker = RedisBroker(
+        client=redis,
+        namespace=settings.broker_namespace,
+        heartbeat_timeout=settings.broker_heartbeat_timeout_ms,
+        maintenance_chance=settings.broker_maintenance_chance,
+        # Producers need no middleware; consumers add theirs below. Dramatiq's
+        # defaults (Retries, TimeLimit, …) are replaced by the job lifecycle.
+        middleware=[],
+    )
+    gatehouse = Gatehouse(
+        settings=settings,
+        engine=engine,
+        redis=redis,
+        broker=broker,
+        jobs=JobStore(engine),
+        dispatcher=Dispatcher(broker),
+    )
+    for middleware in consumer_middleware(gatehouse) if consumer_middleware else ():
+        broker.add_middleware(middleware)
+    return gatehouse

@@ -1,0 +1,57 @@
+"""Putting job deliveries on the Dramatiq queue, by actor name and queue.
+
+Producers use this without importing any worker code: a message names its
+actor and queue, carries the job id as its only argument (and as its message
+id) and the row's ``delivery`` number as an option.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from dramatiq import Broker, Message
+from dramatiq.common import current_millis, dq_name
+
+from gatehouse.jobs import Delivery
+
+
+def message_for(d: Delivery) -> Message:
+    return Message(
+        queue_name=d.queue,
+        actor_name=d.actor,
+        args=(str(d.job_id),),
+        kwargs={},
+        options={"delivery": d.delivery},
+        message_id=str(d.job_id),
+    )
+
+
+class Dispatcher:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def send(self, d: Delivery) -> Message:
+        """Enqueue a delivery; one with a future eta goes on the delay queue."""
+        delay = None
+        if d.eta_ms is not None:
+            remaining = d.eta_ms - current_millis()
+            delay = remaining if remaining > 0 else None
+        return self.broker.enqueue(message_for(d), delay=delay)
+
+    def queued_job_ids(self, queues: Iterable[str]) -> set[str]:
+        """Ids of jobs with a message anywhere in the broker for these queues.
+
+        Dramatiq's Redis broker keeps every message (queued, delayed, fetched
+        but not yet acked) in ``<ns>:<queue>[.DQ].msgs`` until it is acked.
+        """
+        client = self.broker.client
+        ids: set[str] = set()
+        for queue in queues:
+            # The delay queue first: a due message is enqueued on the main queue
+            # before it leaves the delay queue, so this order never misses it.
+            for name in (dq_name(queue), queue):
+                key = f"{self.broker.namespace}:{name}.msgs"
+                for _, data in client.hscan_iter(key, count=1000):
+                    ids.add(json.loads(data)["message_id"])
+        return ids

@@ -1,0 +1,42 @@
+"""What an entry point sets up before it forks children (gunicorn or dramatiq workers).
+
+Import-light on purpose: prometheus-client picks its multiprocess mode when it
+is first imported, so the directory must be exported before that happens.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from gatehouse.errors import ConfigurationError
+from gatehouse.settings import Settings, load_settings
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def settings_or_exit(prog: str, *, stores: bool = True) -> Settings:
+    """Settings, or exit non-zero with one line naming the bad variable."""
+    try:
+        settings = load_settings()
+        if stores:
+            settings.require("database_url")
+            settings.require("redis_url")
+        return settings
+    except ConfigurationError as exc:
+        sys.exit(f"{prog}: {exc}")
+
+
+def prepare_children(settings: Settings, prog: str) -> None:
+    """A fresh metrics directory for this process tree (never reused across starts)."""
+    assert "prometheus_client" not in sys.modules, "export the metrics dir before importing prometheus_client"
+    path = Path(settings.prometheus_multiproc_dir or tempfile.mkdtemp(prefix=f"{prog}-metrics-"))
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    os.environ[MULTIPROC_ENV] = str(path)
+    # Dramatiq reads its idle poll interval from this variable when its worker
+    # module is imported.
+    os.environ["dramatiq_worker_timeout"] = str(settings.worker_idle_poll_ms)  # noqa: SIM112 - dramatiq's name

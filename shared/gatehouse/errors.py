@@ -1,0 +1,75 @@
+"""The one error tree of Gatehouse.
+
+Domain code raises these; the API maps them to problem+json in one place
+(gatehouse_api.errors) and the worker decides retry or failure from them.
+Each error has a stable machine-readable ``code``.
+"""
+
+from __future__ import annotations
+
+
+class GatehouseError(Exception):
+    code = "INTERNAL_ERROR"
+
+    def __init__(self, detail: str, *, code: str | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        if code:
+            self.code = code
+
+
+class ConfigurationError(GatehouseError):
+    """The process cannot start with this configuration."""
+
+    code = "CONFIGURATION_ERROR"
+
+
+class ValidationFailed(GatehouseError):
+    """Input that breaks a rule; ``field`` names the offending field."""
+
+    code = "VALIDATION_ERROR"
+
+    def __init__(self, detail: str, *, field: str | None = None, code: str | None = None) -> None:
+        super().__init__(detail, code=code)
+        self.field = field
+
+
+class NotFound(GatehouseError):
+    code = "NOT_FOUND"
+
+
+class Unauthorized(GatehouseError):
+    code = "UNAUTHORIZED"
+
+
+class Forbidden(GatehouseError):
+    code = "FORBIDDEN"
+
+
+class StoreUnavailable(GatehouseError):
+    """PostgreSQL or Redis did not answer."""
+
+    code = "STORE_UNAVAILABLE"
+
+
+class PermanentJobError(GatehouseError):
+    """A job failure that no retry can fix (bad token, bad request): fail at once."""
+
+    code = "PERMANENT_ERROR"
+
+
+class JobPaused(GatehouseError):
+    """The job stops here and runs again at ``resume_at_ms``; no attempt is consumed.
+
+    Raised for a WB rate-limit pause (phase ``rate-limited``) and when a job
+    lost its lease or gate (phase ``waiting-account``). The job resumes from
+    the checkpoint it saved on its row.
+    """
+
+    code = "PAUSED"
+
+    def __init__(self, detail: str, *, resume_at_ms: int, phase: str, reason: str) -> None:
+        super().__init__(detail)
+        self.resume_at_ms = resume_at_ms
+        self.phase = phase
+        self.reason = reason

@@ -1,0 +1,34 @@
+"""The job types: what a producer needs to enqueue one without importing worker code.
+
+A job type's name is also its Dramatiq actor name. ``gate`` is the one-line
+opt-in to the per-account gate (see gatehouse.gate); ``retries`` says the type
+runs RETRY_MAX_ATTEMPTS attempts on the exponential ladder instead of one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class JobType:
+    name: str
+    queue: str
+    tier: str = "user"
+    retries: bool = False
+    gate: dict[str, Any] | None = field(default=None)
+
+
+REGISTRY: dict[str, JobType] = {}
+
+
+def register(job_type: JobType) -> JobType:
+    existing = REGISTRY.setdefault(job_type.name, job_type)
+    if existing != job_type:
+        raise ValueError(f"job type {job_type.name!r} is already registered differently")
+    return job_type
+
+
+def get(name: str) -> JobType:
+    return REGISTRY[name]

@@ -1,0 +1,14 @@
+"""Alembic environment: runs online against the engine handed over by gatehouse.migrate."""
+
+from alembic import context
+from sqlmodel import SQLModel
+
+import gatehouse.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+
+config = context.config
+target_metadata = SQLModel.metadata
+
+with config.attributes["engine"].connect() as connection:
+    context.configure(connection=connection, target_metadata=target_metadata, compare_type=True)
+    with context.begin_transaction():
+        context.run_migrations()

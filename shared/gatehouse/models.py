@@ -1,0 +1,91 @@
+"""Database tables (SQLModel). PostgreSQL is the source of truth.
+
+Schema changes go through Alembic (gatehouse/migrations); these classes and
+the migrations must agree, which tests/integration/test_migrations.py checks.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import CheckConstraint, Column, DateTime, Index, text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlmodel import Field, SQLModel
+
+# BullMQ's state names, which the frontend already knows. They never change meaning.
+WAITING, ACTIVE, DELAYED, COMPLETED, FAILED = "waiting", "active", "delayed", "completed", "failed"
+STATES = (WAITING, ACTIVE, DELAYED, COMPLETED, FAILED)
+LIVE_STATES = (WAITING, ACTIVE, DELAYED)
+TERMINAL_STATES = (COMPLETED, FAILED)
+
+TIERS = ("user", "scheduled")
+
+
+def _tz(**kw: Any) -> Any:
+    return Field(sa_column=Column(DateTime(timezone=True), **kw))
+
+
+def _json(**kw: Any) -> Any:
+    return Field(sa_column=Column(JSONB, **kw))
+
+
+class Account(SQLModel, table=True):
+    __tablename__ = "accounts"
+
+    id: uuid.UUID = Field(default_factory=uuid.uuid4, primary_key=True)
+    name: str
+    active: bool = Field(default=True, sa_column_kwargs={"server_default": text("true")})
+    created_at: datetime = _tz(nullable=False, server_default=text("now()"))
+
+
+class Job(SQLModel, table=True):
+    """One row per job; the Dramatiq message carries only ``id`` and ``delivery``.
+
+    ``delivery`` numbers the job's schedulings: every move to waiting/delayed
+    bumps it and the message carries it, so only the newest delivery can claim
+    the row (an early-woken job's stale delayed copy is a no-op).
+    """
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        CheckConstraint(f"state IN {STATES}", name="jobs_state_valid"),
+        CheckConstraint(f"tier IN {TIERS}", name="jobs_tier_valid"),
+        # One live job per (account, type): the race-free basis of alreadyRunning.
+        Index(
+            "jobs_one_live_per_account_type",
+            "account_id",
+            "type",
+            unique=True,
+            postgresql_where=text(f"state IN {LIVE_STATES}"),
+        ),
+        Index("jobs_live_by_state", "state", postgresql_where=text(f"state IN {LIVE_STATES}")),
+        Index("jobs_by_account", "account_id", "created_at", "id"),
+    )
+
+    id: uuid.UUID = Field(default_factory=uuid.uuid4, primary_key=True)
+    type: str
+    queue: str
+    account_id: uuid.UUID | None = Field(default=None, foreign_key="accounts.id", ondelete="CASCADE")
+    tier: str = Field(default="user", sa_column_kwargs={"server_default": "user"})
+    state: str = Field(default=WAITING, sa_column_kwargs={"server_default": WAITING})
+    delivery: int = Field(default=1, sa_column_kwargs={"server_default": "1"})
+    # Bumped by every claim: a fencing token, so a worker that lost its lease
+    # to a redelivery can no longer write the row.
+    claims: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    attempt: int = Field(default=1, sa_column_kwargs={"server_default": "1"})
+    max_attempts: int = Field(default=1, sa_column_kwargs={"server_default": "1"})
+    # {"phase", "resumeAt", "reason"}; the Russian message is rendered when read.
+    progress: dict[str, Any] | None = _json(nullable=True)
+    payload: dict[str, Any] = _json(nullable=False, server_default=text("'{}'::jsonb"))
+    result: dict[str, Any] | None = _json(nullable=True)
+    error: dict[str, Any] | None = _json(nullable=True)
+    # When a delayed job becomes eligible again (its message's eta).
+    resume_at: datetime | None = _tz(nullable=True)
+    # Until when the active job's worker holds it; past this a redelivery may take over.
+    lease_until: datetime | None = _tz(nullable=True)
+    created_at: datetime = _tz(nullable=False, server_default=text("now()"))
+    updated_at: datetime = _tz(nullable=False, server_default=text("now()"))
+    started_at: datetime | None = _tz(nullable=True)
+    finished_at: datetime | None = _tz(nullable=True)

@@ -1,0 +1,133 @@
+"""All configuration, read from the environment here and nowhere else.
+
+Every field maps to an upper-case environment variable of the same name
+(``database_url`` ← ``DATABASE_URL``). Durations are milliseconds so tests can
+run the production rules at millisecond scale.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from gatehouse.errors import ConfigurationError
+
+ROLES = ("all", "api", "worker")
+Role = Literal["all", "api", "worker"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(extra="ignore", case_sensitive=False)
+
+    # Stores. Unset means "not configured": `make run` then starts embedded
+    # servers, and the services refuse to start with a message saying so.
+    database_url: str | None = None
+    redis_url: str | None = None
+    db_pool_size: int = 5
+
+    backend_role: Role = "all"
+    admin_token: SecretStr | None = None
+    log_level: str = "INFO"
+
+    # API process (gunicorn). Command-line arguments of gatehouse-api win.
+    api_bind: str = "0.0.0.0:8000"
+    api_workers: int = 2
+    api_threads: int = 4
+    # Consumer threads hosted inside each API worker when BACKEND_ROLE=all.
+    inprocess_consumer_threads: int = 2
+
+    # Graceful shutdown: in-flight jobs get this long to finish on SIGTERM.
+    shutdown_timeout_ms: int = 30_000
+
+    # Job rows: an active job's lease, renewed by its worker; a job whose lease
+    # ran out (its worker died) may be claimed again by a redelivery.
+    job_lease_ms: int = 90_000
+    job_heartbeat_ms: int = 30_000
+
+    # Retries of job types that retry (the user jobs): BullMQ's exponential
+    # ladder, base · 2^(attempt-1) → 60, 120, 240, 480 s for 5 attempts.
+    retry_max_attempts: int = 5
+    retry_base_delay_ms: int = 60_000
+
+    # Dramatiq broker tuning (see dramatiq's RedisBroker).
+    broker_namespace: str = "gatehouse"
+    broker_heartbeat_timeout_ms: int = 60_000
+    broker_maintenance_chance: int = 1_000
+    # How long an idle consumer waits between polls; bounds the latency of a
+    # woken or newly due message.
+    worker_idle_poll_ms: int = 100
+
+    # Modules whose @job bodies the consumers load (comma-separated).
+    job_modules: Annotated[list[str], NoDecode] = ["gatehouse_worker.jobs"]
+
+    # Reconciliation re-enqueues live rows that have no message in the broker.
+    # A row younger than the grace is left alone: its producer may be between
+    # the insert and the enqueue.
+    reconcile_interval_cron: str = "* * * * *"
+    reconcile_grace_ms: int = 10_000
+
+    # Set by gatehouse-api / gatehouse-worker for their children (prometheus-client
+    # multiprocess mode); not meant to be set by hand.
+    prometheus_multiproc_dir: str | None = None
+
+    # Wildberries. WB_API_BASE_URL, when set, replaces every WB host.
+    wb_api_base_url: str | None = None
+    # Where gatehouse-wb-sandbox listens by default (and `make run` points WB at).
+    wb_sandbox_bind: str = "127.0.0.1:8081"
+
+    @field_validator("backend_role", mode="before")
+    @classmethod
+    def _role(cls, value: object) -> object:
+        if value is None or value == "":
+            return "all"
+        if isinstance(value, str) and value.strip().lower() in ROLES:
+            return value.strip().lower()
+        raise ValueError(f"must be one of {', '.join(ROLES)} (got {value!r})")
+
+    @field_validator("job_modules", mode="before")
+    @classmethod
+    def _comma_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [m.strip() for m in value.split(",") if m.strip()]
+        return value
+
+    @field_validator("database_url", "redis_url", "wb_api_base_url", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        """DATABASE_URL with the psycopg 3 driver, whatever scheme was given."""
+        url = self.require("database_url")
+        for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
+            if url.startswith(prefix):
+                return "postgresql+psycopg://" + url[len(prefix) :]
+        raise ConfigurationError(f"DATABASE_URL must be a postgresql:// URL (got {url.split(':')[0]}://…)")
+
+    def require(self, field: str) -> str:
+        value = getattr(self, field)
+        if not value:
+            raise ConfigurationError(
+                f"{field.upper()} is not set. Point it at your server, or use `make run`, "
+                "which starts embedded PostgreSQL and Redis under ./var."
+            )
+        return value
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Settings from the environment, with overrides (tests, embedded run).
+
+    A bad value becomes a ConfigurationError naming the variable, so entry
+    points can print one line and exit non-zero instead of a traceback.
+    """
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            name = str(err["loc"][0]).upper() if err["loc"] else "settings"
+            lines.append(f"{name}: {err['msg'].removeprefix('Value error, ')}")
+        raise ConfigurationError("; ".join(lines)) from None

@@ -1,0 +1,1 @@
+"""A local stand-in for the Wildberries seller API (gatehouse-wb-sandbox)."""

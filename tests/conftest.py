@@ -1,0 +1,170 @@
+"""Fixtures shared by every test: real PostgreSQL and Redis, never fakes.
+
+- PostgreSQL: DATABASE_URL names the server (default 127.0.0.1:5432, user
+  postgres); the session creates its own database, migrates it to head and
+  drops it at the end. Each test starts from empty tables.
+- Redis: REDIS_URL names the server (default 127.0.0.1:6379); tests use its
+  database 15 and flush it before and after each test.
+
+A missing server skips the tests that need it, except under CI=true, where it
+is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+import pytest
+import redis
+from sqlalchemy import text
+
+from gatehouse.composition import Gatehouse, bootstrap
+from gatehouse.db import make_engine
+from gatehouse.migrate import upgrade
+from gatehouse.settings import Settings, load_settings
+from tests.support.processes import REPO, Processes
+
+IN_CI = os.environ.get("CI") == "true"
+TEST_REDIS_DB = 15
+_base = Settings()
+PG_SERVER = _base.database_url or "postgresql://postgres@127.0.0.1:5432/postgres"
+REDIS_SERVER = _base.redis_url or "redis://127.0.0.1:6379/0"
+
+# Timings for tests: the production rules at millisecond scale.
+FAST = dict(
+    job_lease_ms=3_000,
+    job_heartbeat_ms=500,
+    retry_base_delay_ms=200,
+    reconcile_grace_ms=500,
+    shutdown_timeout_ms=10_000,
+    worker_idle_poll_ms=20,
+    broker_heartbeat_timeout_ms=3_000,
+    broker_maintenance_chance=100_000,
+)
+
+
+def unavailable(what: str, exc: Exception) -> None:
+    message = f"{what} is not reachable ({exc}); set DATABASE_URL / REDIS_URL or start it"
+    if IN_CI:
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def with_redis_db(url: str, db: int) -> str:
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        query = dict(parse_qsl(parts.query), db=str(db))
+        return urlunsplit(parts._replace(query=urlencode(query)))
+    return urlunsplit(parts._replace(path=f"/{db}"))
+
+
+def _libpq(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
+@pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    name = f"gatehouse_test_{uuid.uuid4().hex[:10]}"
+    try:
+        admin = psycopg.connect(_libpq(PG_SERVER), autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as exc:
+        unavailable("PostgreSQL", exc)
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = with_database(PG_SERVER, name)
+    engine = make_engine(load_settings(database_url=url))
+    upgrade(engine)
+    engine.dispose()
+    yield url
+    with psycopg.connect(_libpq(PG_SERVER), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    url = with_redis_db(REDIS_SERVER, TEST_REDIS_DB)
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=3).ping()
+    except redis.RedisError as exc:
+        unavailable("Redis", exc)
+    return url
+
+
+@pytest.fixture
+def clean(database_url: str, redis_url: str) -> Iterator[None]:
+    """Empty tables and an empty Redis database before and after the test."""
+
+    def wipe() -> None:
+        with psycopg.connect(_libpq(database_url), autocommit=True) as conn:
+            tables = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'alembic_version'"
+                )
+            ]
+            if tables:
+                conn.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
+        redis.Redis.from_url(redis_url).flushdb()
+
+    wipe()
+    yield
+    wipe()
+
+
+@pytest.fixture
+def settings(database_url: str, redis_url: str) -> Settings:
+    return load_settings(database_url=database_url, redis_url=redis_url, **FAST)
+
+
+@pytest.fixture
+def gh(settings: Settings, clean: None) -> Iterator[Gatehouse]:
+    """The producer-side composition, in this process."""
+    gatehouse = bootstrap(settings)
+    yield gatehouse
+    gatehouse.close()
+
+
+@pytest.fixture
+def sql(gh: Gatehouse):
+    """Run a SQL statement on the test database; returns the rows."""
+
+    def run(statement: str, **params: object) -> list:
+        with gh.engine.begin() as conn:
+            result = conn.execute(text(statement), params)
+            return list(result) if result.returns_rows else []
+
+    return run
+
+
+@pytest.fixture
+def process_env(settings: Settings) -> dict[str, str]:
+    """Environment of the real processes a test starts: the test stores, fast timings, probe jobs."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "PYTHONPATH": str(REPO),
+        "DATABASE_URL": settings.database_url,
+        "REDIS_URL": settings.redis_url,
+        "JOB_MODULES": "gatehouse_worker.jobs,tests.support.probe",
+        "LOG_LEVEL": "INFO",
+        "API_WORKERS": "2",
+    }
+    env.update({name.upper(): str(value) for name, value in FAST.items()})
+    return env
+
+
+@pytest.fixture
+def processes(process_env: dict[str, str], tmp_path, clean: None) -> Iterator[Processes]:
+    procs = Processes(process_env, tmp_path)
+    yield procs
+    for log in procs.close():
+        print(log)  # shown by pytest when the test failed

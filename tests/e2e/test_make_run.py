@@ -1,0 +1,97 @@
+"""`make run` (dev/run.py) on embedded servers: up, usable, stopped cleanly, data kept."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+
+from tests.support.processes import REPO, Proc, free_port, wait_until
+
+pytest.importorskip("pgserver", reason="the embedded servers need the 'embedded' dependency group")
+
+
+@pytest.fixture
+def var_dir():
+    # World-traversable: embedded PostgreSQL runs as its own system user when we are root.
+    path = Path(tempfile.mkdtemp(prefix="gh-run-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def start_run(var: Path, logs: Path, api_port: int, sandbox_port: int) -> Proc:
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "API_BIND": f"127.0.0.1:{api_port}",
+        "WB_SANDBOX_BIND": f"127.0.0.1:{sandbox_port}",
+        "API_WORKERS": "1",
+        "SHUTDOWN_TIMEOUT_MS": "5000",
+    }  # no DATABASE_URL / REDIS_URL: the embedded servers start
+    return Proc("make-run", [sys.executable, str(REPO / "dev" / "run.py"), "--var", str(var)], env, logs)
+
+
+def banner(proc: Proc) -> dict[str, str]:
+    def parsed():
+        if not proc.alive():
+            raise AssertionError(f"dev/run.py exited early:\n{proc.log()}")
+        text = proc.log()
+        if "Gatehouse is up" not in text:
+            return None
+        return dict(re.findall(r"^(admin token|DATABASE_URL|REDIS_URL):\s+(\S+)$", text, re.M))
+
+    return wait_until(parsed, timeout=90, what="the make-run banner")
+
+
+def stop(proc: Proc) -> None:
+    proc.signal(signal.SIGINT)  # Ctrl-C
+    assert proc.wait(timeout=60) == 0, proc.log()
+    assert proc.tree() == set(), "a child of make run outlived it"
+
+
+def test_make_run_starts_everything_on_embedded_servers_and_finds_its_data_again(var_dir, tmp_path):
+    api_port, sandbox_port = free_port(), free_port()
+
+    # Given a first run on a machine without DATABASE_URL / REDIS_URL
+    first = start_run(var_dir, tmp_path / "first.log", api_port, sandbox_port)
+    try:
+        seen = banner(first)
+        assert httpx.get(f"http://127.0.0.1:{api_port}/readyz", timeout=5).json()["status"] == "ready"
+        assert httpx.get(f"http://127.0.0.1:{sandbox_port}/ping", timeout=5).status_code == 200
+        # … in which something is stored
+        account = uuid.uuid4()
+        with psycopg.connect(seen["DATABASE_URL"], autocommit=True) as conn:
+            conn.execute("INSERT INTO accounts (id, name) VALUES (%s, 'kept')", (account,))
+    finally:
+        if first.alive():
+            stop(first)
+    pg_pid = (
+        int((var_dir / "pg" / "postmaster.pid").read_text().split()[0])
+        if (var_dir / "pg" / "postmaster.pid").exists()
+        else None
+    )
+    assert pg_pid is None or not Path(f"/proc/{pg_pid}").exists(), "embedded PostgreSQL still runs"
+
+    # When it runs again
+    second = start_run(var_dir, tmp_path / "second.log", api_port, sandbox_port)
+    try:
+        again = banner(second)
+        # Then it finds its data and the same admin token
+        with psycopg.connect(again["DATABASE_URL"]) as conn:
+            assert conn.execute("SELECT name FROM accounts WHERE id = %s", (account,)).fetchone() == ("kept",)
+        assert again["admin token"] == seen["admin token"]
+    finally:
+        if second.alive():
+            stop(second)
+        subprocess.run(["pkill", "-f", str(var_dir)], check=False)

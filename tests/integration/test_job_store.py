@@ -1,0 +1,77 @@
+"""The job store's conditional updates against real PostgreSQL."""
+
+from __future__ import annotations
+
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+from sqlmodel import Session
+
+from gatehouse.models import Account
+from tests.support.processes import wait_until
+
+
+def account(gh) -> uuid.UUID:
+    with Session(gh.engine) as s:
+        row = Account(name="acc")
+        s.add(row)
+        s.commit()
+        return row.id
+
+
+def create(gh, account_id, type_="import-user-feeds"):
+    return gh.jobs.create(type=type_, queue="q", tier="user", account_id=account_id, max_attempts=5)
+
+
+def test_concurrent_creates_of_one_account_and_type_make_one_live_job(gh):
+    acc = account(gh)
+    with ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(lambda _: create(gh, acc), range(32)))
+    assert sum(created for _, created in results) == 1
+    assert len({job.id for job, _ in results}) == 1
+
+
+def test_other_types_and_finished_jobs_do_not_block_creation(gh):
+    acc = account(gh)
+    feeds, _ = create(gh, acc, "import-user-feeds")
+    report, created = create(gh, acc, "import-user-report")
+    assert created and report.id != feeds.id
+    claim = gh.jobs.claim(feeds.id, 1, 60_000)
+    gh.jobs.complete(claim, {}, {"phase": "completed"})
+    again, created = create(gh, acc, "import-user-feeds")
+    assert created and again.id != feeds.id
+
+
+def test_a_delivery_claims_once_and_a_stale_delivery_never(gh):
+    job, _ = create(gh, account(gh))
+    claim = gh.jobs.claim(job.id, 1, 60_000)
+    assert claim is not None and claim.claims == 1
+    assert gh.jobs.claim(job.id, 1, 60_000) is None  # duplicate of the running delivery
+
+    moved = gh.jobs.reschedule(claim, eta_ms=0, progress={"phase": "retrying"}, consume_attempt=True)
+    assert moved.delivery == 2
+    assert gh.jobs.claim(job.id, 1, 60_000) is None  # the superseded delivery
+    second = gh.jobs.claim(job.id, 2, 60_000)
+    assert second is not None and second.job.attempt == 2
+
+
+def test_an_expired_lease_lets_a_redelivery_take_over_and_fences_the_old_run(gh):
+    job, _ = create(gh, account(gh))
+    old = gh.jobs.claim(job.id, 1, 50)
+    new = wait_until(lambda: gh.jobs.claim(job.id, 1, 60_000), timeout=5, what="the lease to expire")
+    assert new.claims == 2
+    assert gh.jobs.complete(old, {"from": "old"}, {"phase": "completed"}) is False
+    assert gh.jobs.heartbeat([old, new], 60_000) == {old.key}  # the old run learns it lost the row
+    assert gh.jobs.complete(new, {"from": "new"}, {"phase": "completed"}) is True
+    assert gh.jobs.get(job.id).result == {"from": "new"}
+
+
+def test_wake_makes_a_delayed_job_due_under_a_new_delivery(gh):
+    job, _ = create(gh, account(gh))
+    claim = gh.jobs.claim(job.id, 1, 60_000)
+    gh.jobs.reschedule(claim, eta_ms=2**41, progress={"phase": "waiting-account"}, consume_attempt=False)
+    woken = gh.jobs.wake(job.id)
+    assert woken.delivery == 3
+    assert gh.jobs.claim(job.id, 2, 60_000) is None
+    assert gh.jobs.claim(job.id, 3, 60_000) is not None
+    assert gh.jobs.wake(job.id) is None  # only delayed jobs can be woken

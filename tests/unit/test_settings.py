@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+import pytest
+
+from gatehouse.errors import ConfigurationError
+from gatehouse.settings import load_settings
+
+
+@pytest.mark.parametrize("given", [None, "", "all", "ALL", " api ", "worker"])
+def test_role_accepts_the_three_roles_and_defaults_to_all(monkeypatch, given):
+    if given is None:
+        monkeypatch.delenv("BACKEND_ROLE", raising=False)
+    else:
+        monkeypatch.setenv("BACKEND_ROLE", given)
+    assert load_settings().backend_role == ((given or "all").strip().lower())
+
+
+def test_unknown_role_is_a_configuration_error_naming_the_allowed_values(monkeypatch):
+    monkeypatch.setenv("BACKEND_ROLE", "scheduler")
+    with pytest.raises(
+        ConfigurationError, match=r"BACKEND_ROLE: must be one of all, api, worker \(got 'scheduler'\)"
+    ):
+        load_settings()
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["postgresql://u@h/db", "postgres://u@h/db", "postgresql+psycopg://u@h/db"],
+)
+def test_database_url_always_uses_psycopg3(url):
+    assert load_settings(database_url=url).sqlalchemy_url == "postgresql+psycopg://u@h/db"
+
+
+def test_missing_store_url_says_how_to_get_one(monkeypatch):
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    with pytest.raises(ConfigurationError, match=r"DATABASE_URL is not set.*make run"):
+        load_settings().require("database_url")
+
+
+def test_job_modules_is_a_comma_separated_list(monkeypatch):
+    monkeypatch.setenv("JOB_MODULES", "a.b, c")
+    assert load_settings().job_modules == ["a.b", "c"]
