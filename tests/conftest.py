@@ -4,7 +4,8 @@
   postgres); the session creates its own database, migrates it to head and
   drops it at the end. Each test starts from empty tables.
 - Redis: REDIS_URL names the server (default 127.0.0.1:6379); tests use its
-  database 15 and flush it before and after each test.
+  database 15 (GATEHOUSE_TEST_REDIS_DB, for a second test run beside this one)
+  and flush it before and after each test.
 
 A missing server skips the tests that need it, except under CI=true, where it
 is a failure.
@@ -29,7 +30,7 @@ from gatehouse.settings import Settings, load_settings
 from tests.support.processes import REPO, Processes
 
 IN_CI = os.environ.get("CI") == "true"
-TEST_REDIS_DB = 15
+TEST_REDIS_DB = int(os.environ.get("GATEHOUSE_TEST_REDIS_DB", "15"))
 _base = Settings()
 PG_SERVER = _base.database_url or "postgresql://postgres@127.0.0.1:5432/postgres"
 REDIS_SERVER = _base.redis_url or "redis://127.0.0.1:6379/0"

@@ -6,6 +6,7 @@ is first imported, so the directory must be exported before that happens.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import sys
@@ -31,12 +32,18 @@ def settings_or_exit(prog: str, *, stores: bool = True) -> Settings:
 
 
 def prepare_children(settings: Settings, prog: str) -> None:
-    """A fresh metrics directory for this process tree (never reused across starts)."""
+    """Fresh runtime directories for this process tree (never reused across starts).
+
+    ``metrics/`` for prometheus-client's multiprocess files, ``alive/`` for the
+    worker processes' liveness files.
+    """
     assert "prometheus_client" not in sys.modules, "export the metrics dir before importing prometheus_client"
-    path = Path(settings.prometheus_multiproc_dir or tempfile.mkdtemp(prefix=f"{prog}-metrics-"))
-    shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
-    os.environ[MULTIPROC_ENV] = str(path)
+    run = Path(tempfile.mkdtemp(prefix=f"{prog}-"))
+    owner = os.getpid()  # forked children inherit atexit handlers; only the parent cleans up
+    atexit.register(lambda: os.getpid() == owner and shutil.rmtree(run, ignore_errors=True))
+    for name, variable in (("metrics", MULTIPROC_ENV), ("alive", "WORKER_ALIVE_DIR")):
+        (run / name).mkdir()
+        os.environ[variable] = str(run / name)
     # Dramatiq reads its idle poll interval from this variable when its worker
     # module is imported.
     os.environ["dramatiq_worker_timeout"] = str(settings.worker_idle_poll_ms)  # noqa: SIM112 - dramatiq's name

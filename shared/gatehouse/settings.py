@@ -71,6 +71,14 @@ class Settings(BaseSettings):
     # Set by gatehouse-api / gatehouse-worker for their children (prometheus-client
     # multiprocess mode); not meant to be set by hand.
     prometheus_multiproc_dir: str | None = None
+    # Set by gatehouse-worker: where its processes prove they are alive.
+    worker_alive_dir: str | None = None
+
+    # Worker liveness for orchestrators: with a port, gatehouse-worker serves
+    # /healthz and /metrics there; a process whose threads stopped for the
+    # timeout makes /healthz fail. Unset: the worker opens no port.
+    worker_health_port: int | None = None
+    worker_liveness_timeout_ms: int = 30_000
 
     # Wildberries. WB_API_BASE_URL, when set, replaces every WB host.
     wb_api_base_url: str | None = None

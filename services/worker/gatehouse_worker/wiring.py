@@ -16,6 +16,7 @@ from periodiq import PeriodiqMiddleware
 from gatehouse.composition import Gatehouse, bootstrap
 from gatehouse.settings import Settings, load_settings
 from gatehouse_worker import runtime
+from gatehouse_worker.health import ConsumerLiveness
 from gatehouse_worker.middleware.lifecycle import JobLifecycle, JobStart
 from gatehouse_worker.middleware.stores import BootReconciliation, CloseStores
 from gatehouse_worker.schedules import declare_schedules
@@ -33,6 +34,7 @@ def consumer_middleware(gh: Gatehouse) -> list[Middleware]:
         lifecycle,  # claim the row … record the outcome
         JobStart(lifecycle),  # admitted: mark running
         BootReconciliation(gh),
+        ConsumerLiveness(gh.settings),
     ]
 
 
