@@ -16,25 +16,28 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from embedded import EmbeddedUnavailable, start_postgres, start_redis, stop_redis
 
+from gatehouse.crypto import generate_key
 from gatehouse.entrypoint import settings_or_exit
 
 BIN = Path(sys.executable).parent
 
 
-def admin_token(var: Path, configured: str | None) -> str:
+def kept_secret(path: Path, configured: SecretStr | None, generate: Callable[[], str]) -> str:
+    """The configured secret, else the one generated into ./var by an earlier run, else a new one."""
     if configured:
-        return configured
-    path = var / "admin-token"
+        return configured.get_secret_value()
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(24))
+        path.write_text(generate())
         path.chmod(0o600)
     return path.read_text().strip()
 
@@ -62,7 +65,7 @@ def main() -> int:
     args = parser.parse_args()
     var = Path(args.var).resolve()
     var.mkdir(parents=True, exist_ok=True)
-    settings = settings_or_exit("make run", stores=False)
+    settings = settings_or_exit("make run", require=())
 
     env = dict(os.environ)
     redis_proc = None
@@ -76,7 +79,10 @@ def main() -> int:
     except EmbeddedUnavailable as exc:
         print(f"make run: {exc}", file=sys.stderr)
         return 1
-    env["ADMIN_TOKEN"] = admin_token(var, settings.admin_token and settings.admin_token.get_secret_value())
+    env["ADMIN_TOKEN"] = kept_secret(
+        var / "admin-token", settings.admin_token, lambda: secrets.token_urlsafe(24)
+    )
+    env["TOKEN_ENCRYPTION_KEY"] = kept_secret(var / "token-key", settings.token_encryption_key, generate_key)
     env.setdefault("BACKEND_ROLE", "all")
     sandbox_url = f"http://{settings.wb_sandbox_bind}"
     if not settings.wb_api_base_url:

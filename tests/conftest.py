@@ -46,6 +46,8 @@ FAST = dict(
     broker_heartbeat_timeout_ms=3_000,
     broker_maintenance_chance=100_000,
 )
+ADMIN_TOKEN = "test-admin-token"
+TOKEN_KEY = "q4uJHOU5SmbaEwcXmJ6NyajP8mZTD55dLIb592WKtPo="  # a Fernet key for tests only
 
 
 def unavailable(what: str, exc: Exception) -> None:
@@ -123,7 +125,13 @@ def clean(database_url: str, redis_url: str) -> Iterator[None]:
 
 @pytest.fixture
 def settings(database_url: str, redis_url: str) -> Settings:
-    return load_settings(database_url=database_url, redis_url=redis_url, **FAST)
+    return load_settings(
+        database_url=database_url,
+        redis_url=redis_url,
+        admin_token=ADMIN_TOKEN,
+        token_encryption_key=TOKEN_KEY,
+        **FAST,
+    )
 
 
 @pytest.fixture
@@ -158,6 +166,8 @@ def process_env(settings: Settings) -> dict[str, str]:
         "JOB_MODULES": "gatehouse_worker.jobs,tests.support.probe",
         "LOG_LEVEL": "INFO",
         "API_WORKERS": "2",
+        "ADMIN_TOKEN": ADMIN_TOKEN,
+        "TOKEN_ENCRYPTION_KEY": TOKEN_KEY,
     }
     env.update({name.upper(): str(value) for name, value in FAST.items()})
     return env

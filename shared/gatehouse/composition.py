@@ -19,6 +19,8 @@ from dramatiq.brokers.redis import RedisBroker
 from redis import Redis, RedisError
 from sqlalchemy import Engine
 
+from gatehouse.accounts import Accounts
+from gatehouse.crypto import TokenCipher
 from gatehouse.db import make_engine
 from gatehouse.dispatch import Dispatcher
 from gatehouse.job_types import JobType
@@ -37,6 +39,7 @@ class Gatehouse:
     broker: RedisBroker
     jobs: JobStore
     dispatcher: Dispatcher
+    accounts: Accounts
 
     def submit(
         self, job_type: JobType, *, account_id: uuid.UUID | None, payload: dict[str, Any] | None = None
@@ -100,6 +103,11 @@ def bootstrap(
         broker=broker,
         jobs=JobStore(engine),
         dispatcher=Dispatcher(broker),
+        accounts=Accounts(
+            engine,
+            TokenCipher(settings) if settings.token_encryption_key else None,
+            settings.admin_token.get_secret_value() if settings.admin_token else None,
+        ),
     )
     for middleware in consumer_middleware(gatehouse) if consumer_middleware else ():
         broker.add_middleware(middleware)

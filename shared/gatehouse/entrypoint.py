@@ -19,13 +19,12 @@ from gatehouse.settings import Settings, load_settings
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
-def settings_or_exit(prog: str, *, stores: bool = True) -> Settings:
-    """Settings, or exit non-zero with one line naming the bad variable."""
+def settings_or_exit(prog: str, *, require: tuple[str, ...] = ("database_url", "redis_url")) -> Settings:
+    """Settings, or exit non-zero with one line naming the bad or missing variable."""
     try:
         settings = load_settings()
-        if stores:
-            settings.require("database_url")
-            settings.require("redis_url")
+        for field in require:
+            settings.require(field)
         return settings
     except ConfigurationError as exc:
         sys.exit(f"{prog}: {exc}")
@@ -44,6 +43,3 @@ def prepare_children(settings: Settings, prog: str) -> None:
     for name, variable in (("metrics", MULTIPROC_ENV), ("alive", "WORKER_ALIVE_DIR")):
         (run / name).mkdir()
         os.environ[variable] = str(run / name)
-    # Dramatiq reads its idle poll interval from this variable when its worker
-    # module is imported.
-    os.environ["dramatiq_worker_timeout"] = str(settings.worker_idle_poll_ms)  # noqa: SIM112 - dramatiq's name

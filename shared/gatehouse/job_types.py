@@ -1,14 +1,16 @@
 """The job types: what a producer needs to enqueue one without importing worker code.
 
 A job type's name is also its Dramatiq actor name. ``gate`` is the one-line
-opt-in to the per-account gate (see gatehouse.gate); ``retries`` says the type
-runs RETRY_MAX_ATTEMPTS attempts on the exponential ladder instead of one.
+opt-in to the per-account gate; ``retries`` says the type runs
+RETRY_MAX_ATTEMPTS attempts on the exponential ladder instead of one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+USER_QUEUE = "wb-user"
 
 
 @dataclass(frozen=True)
@@ -32,3 +34,10 @@ def register(job_type: JobType) -> JobType:
 
 def get(name: str) -> JobType:
     return REGISTRY[name]
+
+
+# User jobs: started by an API call, retried on the 60 s ladder.
+IMPORT_USER_FEEDS = register(JobType("import-user-feeds", queue=USER_QUEUE, retries=True))
+IMPORT_USER_REPORT = register(JobType("import-user-report", queue=USER_QUEUE, retries=True))
+AUTOBIDDER_SYNC_USER = register(JobType("autobidder-sync-user", queue=USER_QUEUE, retries=True))
+IMPORT_KINDS = {"feeds": IMPORT_USER_FEEDS, "report": IMPORT_USER_REPORT}

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, and_, func, or_, select, text, update
+from sqlalchemy import Engine, and_, func, or_, select, text, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from gatehouse.models import ACTIVE, COMPLETED, DELAYED, FAILED, LIVE_STATES, WAITING, Job
@@ -126,6 +126,27 @@ class JobStore:
         with self._autocommit.connect() as conn:
             row = conn.execute(select(T).where(C.id == job_id)).first()
         return Job.model_validate(row._mapping) if row else None
+
+    def list_for_account(
+        self,
+        account_id: uuid.UUID,
+        *,
+        state: str | None = None,
+        type: str | None = None,
+        limit: int = 50,
+        before: tuple[datetime, uuid.UUID] | None = None,
+    ) -> list[Job]:
+        """Newest first; ``before`` is the (created_at, id) of the last job of the previous page."""
+        stmt = select(T).where(C.account_id == account_id)
+        if state:
+            stmt = stmt.where(C.state == state)
+        if type:
+            stmt = stmt.where(C.type == type)
+        if before:
+            stmt = stmt.where(tuple_(C.created_at, C.id) < tuple_(*before))
+        stmt = stmt.order_by(C.created_at.desc(), C.id.desc()).limit(limit)
+        with self._autocommit.connect() as conn:
+            return [Job.model_validate(r._mapping) for r in conn.execute(stmt)]
 
     def delivery_of(self, job: Job) -> Delivery:
         return _delivery(job)

@@ -32,11 +32,26 @@ def _json(**kw: Any) -> Any:
 
 
 class Account(SQLModel, table=True):
+    """A Wildberries seller account (кабинет)."""
+
     __tablename__ = "accounts"
 
     id: uuid.UUID = Field(default_factory=uuid.uuid4, primary_key=True)
     name: str
+    # The seller's WB API token, Fernet-encrypted (gatehouse.crypto); never returned by the API.
+    wb_token_encrypted: str | None = None
     active: bool = Field(default=True, sa_column_kwargs={"server_default": text("true")})
+    created_at: datetime = _tz(nullable=False, server_default=text("now()"))
+
+
+class ApiKey(SQLModel, table=True):
+    """An account-scoped API key: ``ghk_<id>_<secret>``, shown once, stored as SHA-256 of the secret."""
+
+    __tablename__ = "api_keys"
+
+    id: str = Field(primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id", ondelete="CASCADE", index=True)
+    secret_sha256: str
     created_at: datetime = _tz(nullable=False, server_default=text("now()"))
 
 

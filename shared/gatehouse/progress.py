@@ -1,11 +1,14 @@
-"""The ``progress`` object of a job row: what the job is doing or waiting for.
+"""The ``progress`` of a job: what it is doing or waiting for, in ready-to-show Russian.
 
-Stored as ``{"phase", "resumeAt", "reason"}``. The Russian ``message`` is
-rendered when the status is read, so "через ~2 мин" is true at that moment.
+The worker stores ``{"phase", "resumeAt", "reason"}`` on the row at every
+transition; the status poll renders ``message`` when it is read, so
+"через ~2 мин" is true at that moment, and adds ``attempt``/``maxAttempts``
+from the row. All wording lives in this module.
 """
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,9 +20,131 @@ COMPLETED = "completed"
 FAILED = "failed"
 PHASES = (RUNNING, WAITING_ACCOUNT, RATE_LIMITED, RETRYING, COMPLETED, FAILED)
 
+# Reasons recorded by the worker (progress.reason / error.code).
+WB_429 = "wb-429"
+
 
 def stored(phase: str, *, resume_at_ms: int | None = None, reason: str | None = None) -> dict[str, Any]:
     resume_at = None
     if resume_at_ms is not None:
         resume_at = datetime.fromtimestamp(resume_at_ms / 1000, UTC).isoformat(timespec="milliseconds")
     return {"phase": phase, "resumeAt": resume_at, "reason": reason}
+
+
+# -- Russian ---------------------------------------------------------------------
+
+
+def plural(n: int, one: str, few: str, many: str) -> str:
+    """The Russian noun form for ``n``: 1 попытка, 2 попытки, 5 попыток, 21 попытка, 11 попыток."""
+    n = abs(n)
+    if n % 10 == 1 and n % 100 != 11:
+        return one
+    if 2 <= n % 10 <= 4 and not 12 <= n % 100 <= 14:
+        return few
+    return many
+
+
+def in_about(ms: float) -> str:
+    """«через ~15 с», «через ~2 мин», «через ~1 ч 30 мин»: the wait, rounded to what matters.
+
+    Under a minute: whole seconds, rounded up (never promise earlier than true).
+    Under an hour: minutes, rounded to nearest. Longer: hours and the minutes
+    rounded to 10. Abbreviations («с», «мин», «ч») do not decline.
+    """
+    seconds = ms / 1000
+    if seconds < 1:
+        return "через несколько секунд"
+    if seconds < 59.5:
+        return f"через ~{math.ceil(seconds)} с"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"через ~{minutes} мин"
+    hours, rest = divmod(round(seconds / 600) * 10, 60)
+    return f"через ~{hours} ч" + (f" {rest} мин" if rest else "")
+
+
+RUNNING_TEXT = {
+    "import-user-feeds": "Загружаем заказы и продажи из Wildberries",
+    "import-user-report": "Загружаем отчёт о реализации из Wildberries",
+    "autobidder-sync-user": "Синхронизируем кампании и ставки из Wildberries",
+}
+
+# Why an attempt failed, for «… — повторим (попытка 3 из 5) через ~2 мин».
+FAILURE_TEXT = {
+    WB_429: "Wildberries ответил «слишком много запросов» (429)",
+    "wb-unavailable": "Wildberries временно недоступен",
+    "wb-timeout": "Wildberries не ответил вовремя",
+    "wb-unauthorized": "Wildberries отклонил токен кабинета (401)",
+    "wb-forbidden": "Wildberries запретил доступ к методу (403)",
+    "wb-bad-request": "Wildberries отклонил запрос (400)",
+}
+GENERIC_FAILURE = "задача завершилась с ошибкой"
+
+
+def _failure(reason: str | None) -> str:
+    return FAILURE_TEXT.get(reason or "", GENERIC_FAILURE)
+
+
+def message(
+    phase: str,
+    *,
+    job_type: str,
+    attempt: int,
+    max_attempts: int,
+    resume_in_ms: float | None,
+    reason: str | None,
+    result: dict[str, Any] | None = None,
+) -> str:
+    wait = in_about(resume_in_ms) if resume_in_ms is not None else "через несколько секунд"
+    if phase == RUNNING:
+        return RUNNING_TEXT.get(job_type, "Задача выполняется")
+    if phase == WAITING_ACCOUNT:
+        return f"Ждём завершения другой задачи по этому кабинету — проверим {wait}"
+    if phase == RATE_LIMITED:
+        return f"Пауза по лимиту запросов Wildberries — продолжим {wait}"
+    if phase == RETRYING:
+        return f"{_failure(reason)[0].upper()}{_failure(reason)[1:]} — повторим (попытка {attempt} из {max_attempts}) {wait}"
+    if phase == COMPLETED:
+        if result and result.get("skipped"):
+            return "Пропущено: по кабинету выполнялась другая задача — возьмём в следующий раз"
+        return "Готово"
+    if phase == FAILED:
+        # «после 1 попытки / 2 попыток / 21 попытки» (genitive after «после»).
+        tries = f" после {attempt} {plural(attempt, 'попытки', 'попыток', 'попыток')}" if attempt > 1 else ""
+        return f"Не получилось{tries}: {_failure(reason)}"
+    return "Задача выполняется"
+
+
+def render(
+    stored_progress: dict[str, Any] | None,
+    *,
+    job_type: str,
+    attempt: int,
+    max_attempts: int,
+    result: dict[str, Any] | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any] | None:
+    """The status poll's ``progress``: phase, message, resumeAt, attempt, maxAttempts."""
+    if stored_progress is None:
+        return None
+    now = now or datetime.now(UTC)
+    resume_at = stored_progress.get("resumeAt")
+    resume_in_ms = None
+    if resume_at:
+        resume_in_ms = (datetime.fromisoformat(resume_at) - now).total_seconds() * 1000
+    phase = stored_progress["phase"]
+    return {
+        "phase": phase,
+        "message": message(
+            phase,
+            job_type=job_type,
+            attempt=attempt,
+            max_attempts=max_attempts,
+            resume_in_ms=resume_in_ms,
+            reason=stored_progress.get("reason"),
+            result=result,
+        ),
+        "resumeAt": resume_at,
+        "attempt": attempt,
+        "maxAttempts": max_attempts,
+    }

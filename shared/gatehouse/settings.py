@@ -29,6 +29,9 @@ class Settings(BaseSettings):
 
     backend_role: Role = "all"
     admin_token: SecretStr | None = None
+    # Fernet keys (comma-separated) encrypting WB tokens at rest: the first
+    # encrypts, all decrypt, so a key can be rotated in.
+    token_encryption_key: SecretStr | None = None
     log_level: str = "INFO"
 
     # API process (gunicorn). Command-line arguments of gatehouse-api win.
@@ -37,6 +40,8 @@ class Settings(BaseSettings):
     api_threads: int = 4
     # Consumer threads hosted inside each API worker when BACKEND_ROLE=all.
     inprocess_consumer_threads: int = 2
+    # Request bodies larger than this are refused with 413.
+    max_body_bytes: int = 65_536
 
     # Graceful shutdown: in-flight jobs get this long to finish on SIGTERM.
     shutdown_timeout_ms: int = 30_000
@@ -80,8 +85,15 @@ class Settings(BaseSettings):
     worker_health_port: int | None = None
     worker_liveness_timeout_ms: int = 30_000
 
-    # Wildberries. WB_API_BASE_URL, when set, replaces every WB host.
+    # Wildberries. Each API host is a setting; WB_API_BASE_URL, when set,
+    # replaces all of them at once (the sandbox, tests).
     wb_api_base_url: str | None = None
+    wb_statistics_url: str = "https://statistics-api.wildberries.ru"
+    wb_finance_url: str = "https://finance-api.wildberries.ru"
+    wb_advert_url: str = "https://advert-api.wildberries.ru"
+    wb_analytics_url: str = "https://seller-analytics-api.wildberries.ru"
+    wb_content_url: str = "https://content-api.wildberries.ru"
+    wb_timeout_ms: int = 30_000
     # Where gatehouse-wb-sandbox listens by default (and `make run` points WB at).
     wb_sandbox_bind: str = "127.0.0.1:8081"
 
@@ -106,6 +118,10 @@ class Settings(BaseSettings):
     def _empty_is_unset(cls, value: object) -> object:
         return None if value == "" else value
 
+    def wb_host(self, service: str) -> str:
+        """Base URL of a WB service (statistics, finance, advert, analytics, content)."""
+        return (self.wb_api_base_url or getattr(self, f"wb_{service}_url")).rstrip("/")
+
     @property
     def sqlalchemy_url(self) -> str:
         """DATABASE_URL with the psycopg 3 driver, whatever scheme was given."""
@@ -117,6 +133,8 @@ class Settings(BaseSettings):
 
     def require(self, field: str) -> str:
         value = getattr(self, field)
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
         if not value:
             raise ConfigurationError(
                 f"{field.upper()} is not set. Point it at your server, or use `make run`, "

@@ -12,6 +12,7 @@ import os
 import time
 
 from gatehouse.job_types import JobType, register
+from gatehouse.wb.errors import WbRateLimited
 from gatehouse_worker.runtime import JobContext, job
 
 PROBE = register(JobType("probe", queue="probe"))
@@ -29,3 +30,16 @@ def probe(ctx: JobContext) -> dict:
         json.dumps({"job": str(ctx.job.id), "pid": os.getpid(), "start": start, "end": time.time()}),
     )
     return {"slept": ctx.payload.get("seconds", 0)}
+
+
+# Fails with a WB 429 on every attempt below payload["succeed_on"] (default: never succeeds).
+FLAKY = register(JobType("probe-flaky", queue="probe", retries=True))
+ATTEMPTS_KEY = "probe:attempts"
+
+
+@job(FLAKY)
+def probe_flaky(ctx: JobContext) -> dict:
+    ctx.gatehouse.redis.rpush(ATTEMPTS_KEY, json.dumps({"attempt": ctx.job.attempt, "at": time.time()}))
+    if ctx.job.attempt < int(ctx.payload.get("succeed_on", 10**6)):
+        raise WbRateLimited("too many requests", retry_after_s=1)
+    return {"attempt": ctx.job.attempt}

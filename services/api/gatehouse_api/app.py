@@ -11,17 +11,28 @@ from dramatiq import Worker
 from gatehouse.composition import Gatehouse, bootstrap
 from gatehouse.settings import Settings, load_settings
 from gatehouse_api import errors
+from gatehouse_api.auth import Authenticate
+from gatehouse_api.openapi import OpenApi
+from gatehouse_api.resources import accounts, jobs
 from gatehouse_api.resources.health import Health, Metrics, Ready
 
 log = logging.getLogger(__name__)
 
 
 def create_app(gh: Gatehouse) -> falcon.App:
-    app = falcon.App()
+    app = falcon.App(middleware=[Authenticate(gh.accounts)])
     errors.install(app)
     app.add_route("/healthz", Health())
     app.add_route("/readyz", Ready(gh))
     app.add_route("/metrics", Metrics(gh.settings.prometheus_multiproc_dir))
+    app.add_route("/openapi.json", OpenApi())
+    app.add_route("/v1/accounts", accounts.Accounts(gh))
+    app.add_route("/v1/accounts/{account_id:uuid}", accounts.Account(gh))
+    app.add_route("/v1/accounts/{account_id:uuid}/keys", accounts.AccountKeys(gh))
+    app.add_route("/v1/accounts/{account_id:uuid}/digitization/imports", jobs.DigitizationImports(gh))
+    app.add_route("/v1/accounts/{account_id:uuid}/autobidder/sync", jobs.AutobidderSync(gh))
+    app.add_route("/v1/accounts/{account_id:uuid}/jobs", jobs.AccountJobs(gh))
+    app.add_route("/v1/jobs/{job_id:uuid}", jobs.JobStatus(gh))
     return app
 
 
@@ -36,11 +47,7 @@ class Process:
         settings = self.gatehouse.settings
         if settings.backend_role != "all":
             return
-        self.consumers = Worker(
-            self.gatehouse.broker,
-            worker_threads=settings.inprocess_consumer_threads,
-            worker_timeout=settings.worker_idle_poll_ms,
-        )
+        self.consumers = Worker(self.gatehouse.broker, worker_threads=settings.inprocess_consumer_threads)
         self.gatehouse.broker.emit_after("process_boot")
         self.consumers.start()
         log.info("consumers started in-process (BACKEND_ROLE=all)")

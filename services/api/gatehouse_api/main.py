@@ -45,8 +45,8 @@ def main() -> None:
                 ) from None
             worker()
             return
-        settings.require("database_url")
-        settings.require("redis_url")
+        for needed in ("database_url", "redis_url", "token_encryption_key"):
+            settings.require(needed)
         if settings.backend_role == "all" and importlib.util.find_spec("gatehouse_worker") is None:
             raise ConfigurationError(
                 "BACKEND_ROLE=all hosts the consumers, but the gatehouse-worker package is not "

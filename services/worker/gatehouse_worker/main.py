@@ -14,6 +14,8 @@ from periodiq import Scheduler, print_periodic_actors
 from gatehouse.entrypoint import prepare_children, settings_or_exit
 
 SETUP = "gatehouse_worker.wiring:setup"
+# Consumers read WB tokens, so they need the key that decrypts them.
+WORKER_NEEDS = ("database_url", "redis_url", "token_encryption_key")
 
 
 def worker() -> None:
@@ -23,7 +25,7 @@ def worker() -> None:
     ``--queues``…); they win over the defaults set here.
     """
     os.environ["BACKEND_ROLE"] = "worker"
-    settings = settings_or_exit("gatehouse-worker")
+    settings = settings_or_exit("gatehouse-worker", require=WORKER_NEEDS)
     prepare_children(settings, "gatehouse-worker")
     sys.argv = [
         "gatehouse-worker",

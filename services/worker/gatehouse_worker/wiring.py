@@ -18,7 +18,7 @@ from gatehouse.settings import Settings, load_settings
 from gatehouse_worker import runtime
 from gatehouse_worker.health import ConsumerLiveness
 from gatehouse_worker.middleware.lifecycle import JobLifecycle, JobStart
-from gatehouse_worker.middleware.stores import BootReconciliation, CloseStores
+from gatehouse_worker.middleware.stores import BootReconciliation, CloseStores, IdlePoll
 from gatehouse_worker.schedules import declare_schedules
 
 # A tick older than this is dropped: the next one comes soon enough.
@@ -30,6 +30,7 @@ def consumer_middleware(gh: Gatehouse) -> list[Middleware]:
     lifecycle = JobLifecycle(gh)
     return [
         CloseStores(gh),
+        IdlePoll(gh.settings.worker_idle_poll_ms),
         PeriodiqMiddleware(skip_delay=TICK_SKIP_DELAY_S),
         lifecycle,  # claim the row … record the outcome
         JobStart(lifecycle),  # admitted: mark running

@@ -3,7 +3,9 @@
 from alembic import context
 from sqlmodel import SQLModel
 
-import gatehouse.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+# Importing the table modules registers their tables on SQLModel.metadata.
+import gatehouse.models
+import gatehouse.wb.tables  # noqa: F401
 
 config = context.config
 target_metadata = SQLModel.metadata

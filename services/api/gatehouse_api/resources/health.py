@@ -13,12 +13,16 @@ from gatehouse_api.errors import problem, send_problem
 class Health:
     """Alive: the process answers. Never touches a store (a store outage is not a reason to restart)."""
 
+    public = True
+
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         resp.media = {"status": "ok"}
 
 
 class Ready:
     """Ready: PostgreSQL and Redis both answer; otherwise 503 naming what is down."""
+
+    public = True
 
     def __init__(self, gh: Gatehouse) -> None:
         self.gh = gh
@@ -44,6 +48,8 @@ class Ready:
 
 
 class Metrics:
+    public = True
+
     def __init__(self, multiproc_dir: str | None) -> None:
         self.multiproc_dir = multiproc_dir
 

@@ -1,4 +1,4 @@
-"""Process-level hooks: reconcile at boot, close the stores at shutdown."""
+"""Process-level hooks: poll interval and reconciliation at boot, closing the stores at shutdown."""
 
 from __future__ import annotations
 
@@ -12,6 +12,21 @@ from gatehouse.composition import Gatehouse
 from gatehouse.reconcile import reconcile
 
 log = logging.getLogger(__name__)
+
+
+class IdlePoll(Middleware):
+    """How long idle consumers sleep between polls (WORKER_IDLE_POLL_MS).
+
+    It bounds how late a due delayed message or a woken job starts. The
+    dramatiq CLI has no option for it; its consumers and worker threads are
+    created during boot, after this hook.
+    """
+
+    def __init__(self, poll_ms: int) -> None:
+        self.poll_ms = poll_ms
+
+    def before_worker_boot(self, broker: Broker, worker: Any) -> None:
+        worker.worker_timeout = self.poll_ms
 
 
 class BootReconciliation(Middleware):

@@ -1,0 +1,168 @@
+"""The OpenAPI 3.1 document of the API, built from the pydantic schemas the resources use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from gatehouse.job_types import REGISTRY
+from gatehouse.models import STATES
+from gatehouse_api import schemas as s
+
+PROBLEM = "application/problem+json"
+ERRORS = {
+    400: "malformed request (e.g. the body is not JSON)",
+    401: "missing or invalid bearer token",
+    403: "the operation needs the admin token",
+    404: "no such resource (or not visible to this key)",
+    413: "body too large",
+    415: "body is not application/json",
+    422: "a field breaks a rule; `field` names it",
+}
+
+
+class Document:
+    def __init__(self) -> None:
+        self.components: dict[str, Any] = {}
+
+    def ref(self, model: type[BaseModel]) -> dict[str, str]:
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        self.components.update(schema.pop("$defs", {}))
+        self.components[model.__name__] = schema
+        return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+    def operation(
+        self,
+        summary: str,
+        ok: tuple[int, type[BaseModel] | None, str],
+        errors: tuple[int, ...],
+        *,
+        body: tuple[type[BaseModel], bool] | None = None,
+        params: list[dict] | None = None,
+        public: bool = False,
+    ) -> dict[str, Any]:
+        status, model, description = ok
+        responses: dict[str, Any] = {str(status): {"description": description}}
+        if model is not None:
+            responses[str(status)]["content"] = {"application/json": {"schema": self.ref(model)}}
+        problem = self.ref(s.Problem)
+        for code in errors:
+            responses[str(code)] = {"description": ERRORS[code], "content": {PROBLEM: {"schema": problem}}}
+        op: dict[str, Any] = {"summary": summary, "responses": responses}
+        if params:
+            op["parameters"] = params
+        if body:
+            model_, required = body
+            op["requestBody"] = {
+                "required": required,
+                "content": {"application/json": {"schema": self.ref(model_)}},
+            }
+        if public:
+            op["security"] = []
+        return op
+
+
+def uuid_param(name: str) -> dict[str, Any]:
+    return {"name": name, "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}
+
+
+def build() -> dict[str, Any]:
+    d = Document()
+    account = uuid_param("accountId")
+    body_errors = (400, 401, 404, 413, 415, 422)
+    paths = {
+        "/v1/accounts": {
+            "post": d.operation(
+                "Create a seller account (admin)",
+                (201, s.AccountCreated, "created; the WB token is stored encrypted and never returned"),
+                (400, 401, 403, 413, 415, 422),
+                body=(s.CreateAccount, True),
+            )
+        },
+        "/v1/accounts/{accountId}": {
+            "get": d.operation(
+                "Read an account", (200, s.AccountView, "the account"), (401, 404), params=[account]
+            )
+        },
+        "/v1/accounts/{accountId}/keys": {
+            "post": d.operation(
+                "Issue an account-scoped API key (admin)",
+                (201, s.KeyCreated, "the key, shown once"),
+                (401, 403, 404),
+                params=[account],
+            )
+        },
+        "/v1/accounts/{accountId}/digitization/imports": {
+            "post": d.operation(
+                "Start a digitization import (feeds or report) for a period",
+                (202, s.JobAccepted, "accepted, or the live job of this type (alreadyRunning)"),
+                body_errors,
+                body=(s.ImportRequest, True),
+                params=[account],
+            )
+        },
+        "/v1/accounts/{accountId}/autobidder/sync": {
+            "post": d.operation(
+                "Start an autobidder sync (campaigns, stats, bids)",
+                (202, s.JobAccepted, "accepted, or the live sync (alreadyRunning)"),
+                body_errors,
+                body=(s.AutobidderSyncRequest, False),
+                params=[account],
+            )
+        },
+        "/v1/accounts/{accountId}/jobs": {
+            "get": d.operation(
+                "List an account's jobs, newest first",
+                (200, s.JobPage, "a page of jobs"),
+                (401, 404, 422),
+                params=[
+                    account,
+                    {"name": "state", "in": "query", "schema": {"type": "string", "enum": list(STATES)}},
+                    {"name": "type", "in": "query", "schema": {"type": "string", "enum": sorted(REGISTRY)}},
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 200},
+                    },
+                    {"name": "cursor", "in": "query", "schema": {"type": "string"}},
+                ],
+            )
+        },
+        "/v1/jobs/{jobId}": {
+            "get": d.operation(
+                "Poll a job: state and what it is doing or waiting for",
+                (200, s.JobView, "the job"),
+                (401, 404),
+                params=[uuid_param("jobId")],
+            )
+        },
+        "/healthz": {"get": d.operation("Liveness", (200, None, "alive"), (), public=True)},
+        "/readyz": {
+            "get": d.operation("Readiness", (200, None, "PostgreSQL and Redis answer"), (), public=True)
+        },
+    }
+    paths["/readyz"]["get"]["responses"]["503"] = {
+        "description": "a store is down (named in `down`)",
+        "content": {PROBLEM: {"schema": {"type": "object"}}},
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Gatehouse", "version": "1", "description": "Job API of Gatehouse."},
+        "paths": paths,
+        "components": {
+            "schemas": d.components,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}],
+    }
+
+
+class OpenApi:
+    public = True
+
+    def __init__(self) -> None:
+        self.document = build()
+
+    def on_get(self, req: Any, resp: Any) -> None:
+        resp.media = self.document

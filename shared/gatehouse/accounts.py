@@ -1,0 +1,96 @@
+"""Seller accounts, their encrypted WB tokens, and who may act on them."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, select
+from sqlmodel import Session
+
+from gatehouse.crypto import TokenCipher
+from gatehouse.errors import ConfigurationError, NotFound
+from gatehouse.models import Account, ApiKey
+
+KEY_PREFIX = "ghk_"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the admin, or the holder of one account's key."""
+
+    admin: bool = False
+    account_id: uuid.UUID | None = None
+
+    def may_see(self, account_id: uuid.UUID | None) -> bool:
+        return self.admin or (account_id is not None and account_id == self.account_id)
+
+
+ADMIN = Principal(admin=True)
+
+
+def _sha256(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class Accounts:
+    def __init__(self, engine: Engine, cipher: TokenCipher | None, admin_token: str | None) -> None:
+        self.engine = engine
+        self._cipher = cipher
+        self._admin_token = admin_token
+
+    @property
+    def cipher(self) -> TokenCipher:
+        if self._cipher is None:
+            raise ConfigurationError("TOKEN_ENCRYPTION_KEY is not set: WB tokens cannot be stored or read")
+        return self._cipher
+
+    def create(self, name: str, wb_token: str) -> Account:
+        account = Account(name=name, wb_token_encrypted=self.cipher.encrypt(wb_token))
+        with Session(self.engine, expire_on_commit=False) as session:
+            session.add(account)
+            session.commit()
+        return account
+
+    def get(self, account_id: uuid.UUID) -> Account:
+        with Session(self.engine) as session:
+            account = session.get(Account, account_id)
+        if account is None:
+            raise NotFound(f"account {account_id} not found")
+        return account
+
+    def wb_token(self, account_id: uuid.UUID) -> str:
+        encrypted = self.get(account_id).wb_token_encrypted
+        if not encrypted:
+            raise NotFound(f"account {account_id} has no WB token")
+        return self.cipher.decrypt(encrypted)
+
+    def active_ids(self) -> list[uuid.UUID]:
+        with Session(self.engine) as session:
+            return list(
+                session.exec(select(Account.id).where(Account.active).order_by(Account.created_at)).scalars()
+            )
+
+    def issue_key(self, account_id: uuid.UUID) -> str:
+        """A new account-scoped key; only its hash is kept, so this is the one time it is seen."""
+        self.get(account_id)
+        key_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
+        with Session(self.engine) as session:
+            session.add(ApiKey(id=key_id, account_id=account_id, secret_sha256=_sha256(secret)))
+            session.commit()
+        return f"{KEY_PREFIX}{key_id}_{secret}"
+
+    def authenticate(self, token: str) -> Principal | None:
+        if self._admin_token and hmac.compare_digest(token.encode(), self._admin_token.encode()):
+            return ADMIN
+        if not token.startswith(KEY_PREFIX):
+            return None
+        key_id, _, secret = token[len(KEY_PREFIX) :].partition("_")
+        with Session(self.engine) as session:
+            key = session.get(ApiKey, key_id)
+        if key is None or not hmac.compare_digest(key.secret_sha256, _sha256(secret)):
+            return None
+        return Principal(account_id=key.account_id)

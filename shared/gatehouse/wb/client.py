@@ -1,0 +1,125 @@
+"""The one Wildberries client (httpx): endpoints, headers, and what each answer means.
+
+Every call goes through ``call``: a ``before_call(bucket)`` hook runs first
+(the job's lease check and the per-account token bucket), then the request;
+the answer becomes data or one of gatehouse.wb.errors. A 429's
+``X-Ratelimit-Retry`` is parsed into ``WbRateLimited.retry_after_s``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from gatehouse.settings import Settings
+from gatehouse.wb.errors import (
+    WbBadRequest,
+    WbForbidden,
+    WbRateLimited,
+    WbTimeout,
+    WbUnauthorized,
+    WbUnavailable,
+)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    service: str  # statistics | finance | advert | analytics | content
+    method: str
+    path: str
+    bucket: str  # WB's rate-limit group, per seller account
+
+
+ORDERS = Endpoint("statistics", "GET", "/api/v1/supplier/orders", "orders")
+SALES = Endpoint("statistics", "GET", "/api/v1/supplier/sales", "sales")
+REPORT = Endpoint("finance", "POST", "/api/finance/v1/sales-reports/detailed", "report")
+ADVERTS = Endpoint("advert", "GET", "/api/advert/v2/adverts", "adverts")
+FULLSTATS = Endpoint("advert", "GET", "/adv/v3/fullstats", "fullstats")
+STOCKS = Endpoint("analytics", "POST", "/api/analytics/v1/stocks-report/wb-warehouses", "inventory")
+CARDS = Endpoint("content", "POST", "/content/v2/get/cards/list", "catalog")
+
+JOB_HEADER = "X-Gatehouse-Job"  # lets the sandbox (and WB support) tie calls to a job
+
+
+class WbClient:
+    def __init__(
+        self,
+        settings: Settings,
+        token: str,
+        *,
+        job_id: str | None = None,
+        before_call: Callable[[str], None] | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.settings = settings
+        self.before_call = before_call or (lambda bucket: None)
+        headers = {"Authorization": token, "Accept": "application/json"}
+        if job_id:
+            headers[JOB_HEADER] = job_id
+        self.http = httpx.Client(headers=headers, timeout=settings.wb_timeout_ms / 1000, transport=transport)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> WbClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def call(self, endpoint: Endpoint, *, params: dict | None = None, body: dict | None = None) -> Any:
+        """The decoded JSON answer, or None for 204 No Content."""
+        self.before_call(endpoint.bucket)
+        url = self.settings.wb_host(endpoint.service) + endpoint.path
+        try:
+            response = self.http.request(endpoint.method, url, params=params, json=body)
+        except httpx.TimeoutException as exc:
+            raise WbTimeout(f"WB did not answer {endpoint.path} in time ({type(exc).__name__})") from None
+        except httpx.TransportError as exc:
+            raise WbUnavailable(f"WB is unreachable at {endpoint.path} ({exc})") from None
+        return _answer(endpoint, response)
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return response.text[:200] or response.reason_phrase
+    if isinstance(body, dict):
+        return str(body.get("detail") or body.get("title") or body.get("errors") or body)[:200]
+    return str(body)[:200]
+
+
+def _seconds(response: httpx.Response, header: str) -> float | None:
+    try:
+        return float(response.headers[header])
+    except (KeyError, ValueError):
+        return None
+
+
+def _answer(endpoint: Endpoint, response: httpx.Response) -> Any:
+    status = response.status_code
+    if status == 204:
+        return None
+    if 200 <= status < 300:
+        return response.json()
+    where = f"{endpoint.method} {endpoint.path}"
+    if status == 429:
+        limit = _seconds(response, "X-Ratelimit-Limit")
+        raise WbRateLimited(
+            f"WB rate limit on {where}: {_detail(response)}",
+            retry_after_s=_seconds(response, "X-Ratelimit-Retry") or 1.0,
+            limit=int(limit) if limit is not None else None,
+            reset_s=_seconds(response, "X-Ratelimit-Reset"),
+        )
+    if status == 401:
+        raise WbUnauthorized(f"WB rejected the account's token on {where} (401: {_detail(response)})")
+    if status == 403:
+        raise WbForbidden(f"WB refused {where} for this token (403: {_detail(response)})")
+    if 400 <= status < 500:
+        raise WbBadRequest(f"WB rejected {where} ({status}: {_detail(response)})")
+    raise WbUnavailable(f"WB failed on {where} ({status}: {_detail(response)})")

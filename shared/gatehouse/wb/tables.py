@@ -1,0 +1,109 @@
+"""Imported Wildberries data, one table per dataset, upserted on WB's natural keys.
+
+A rerun, a retry, a resumed pause or a crash mid-page writes the same rows
+again, which only refreshes them: no dataset can hold a row twice. Each row
+keeps WB's record as ``data`` (JSONB) next to the columns we query by.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import date, datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, Column, Date, DateTime, Engine, text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlmodel import Field, SQLModel
+
+
+def _account() -> Any:
+    return Field(foreign_key="accounts.id", primary_key=True, ondelete="CASCADE")
+
+
+def _data() -> Any:
+    return Field(sa_column=Column(JSONB, nullable=False))
+
+
+def _imported() -> Any:
+    return Field(sa_column=Column(DateTime(timezone=True), nullable=False, server_default=text("now()")))
+
+
+class WbOrder(SQLModel, table=True):
+    __tablename__ = "wb_orders"
+    account_id: uuid.UUID = _account()
+    srid: str = Field(primary_key=True)
+    last_change_date: str
+    data: dict[str, Any] = _data()
+    imported_at: datetime = _imported()
+
+
+class WbSale(SQLModel, table=True):
+    __tablename__ = "wb_sales"
+    account_id: uuid.UUID = _account()
+    sale_id: str = Field(primary_key=True)
+    last_change_date: str
+    data: dict[str, Any] = _data()
+    imported_at: datetime = _imported()
+
+
+class WbReportRow(SQLModel, table=True):
+    __tablename__ = "wb_report_rows"
+    account_id: uuid.UUID = _account()
+    rrd_id: int = Field(sa_column=Column(BigInteger, primary_key=True))
+    data: dict[str, Any] = _data()
+    imported_at: datetime = _imported()
+
+
+class WbCampaign(SQLModel, table=True):
+    __tablename__ = "wb_campaigns"
+    account_id: uuid.UUID = _account()
+    advert_id: int = Field(sa_column=Column(BigInteger, primary_key=True))
+    data: dict[str, Any] = _data()
+    imported_at: datetime = _imported()
+
+
+class WbCampaignStat(SQLModel, table=True):
+    __tablename__ = "wb_campaign_stats"
+    account_id: uuid.UUID = _account()
+    advert_id: int = Field(sa_column=Column(BigInteger, primary_key=True))
+    day: date = Field(sa_column=Column(Date, primary_key=True))
+    data: dict[str, Any] = _data()
+    imported_at: datetime = _imported()
+
+
+# How each WB record maps to its table's key columns.
+Keys = Callable[[dict[str, Any]], dict[str, Any]]
+ORDERS: tuple[type[SQLModel], Keys] = (
+    WbOrder,
+    lambda r: {"srid": r["srid"], "last_change_date": r["lastChangeDate"]},
+)
+SALES: tuple[type[SQLModel], Keys] = (
+    WbSale,
+    lambda r: {"sale_id": r["saleID"], "last_change_date": r["lastChangeDate"]},
+)
+REPORT: tuple[type[SQLModel], Keys] = (WbReportRow, lambda r: {"rrd_id": r["rrd_id"]})
+CAMPAIGNS: tuple[type[SQLModel], Keys] = (WbCampaign, lambda r: {"advert_id": r["advertId"]})
+
+
+def upsert(engine: Engine, dataset: tuple[type[SQLModel], Keys], account_id: uuid.UUID, rows: Iterable[dict]) -> int:
+    """Insert or refresh ``rows``; returns how many were written."""
+    model, keys = dataset
+    values = [{"account_id": account_id, **keys(row), "data": row} for row in rows]
+    return upsert_values(engine, model, values)
+
+
+def upsert_values(engine: Engine, model: type[SQLModel], values: list[dict[str, Any]]) -> int:
+    if not values:
+        return 0
+    table = model.__table__
+    primary = [c.name for c in table.primary_key.columns]
+    # One page may repeat a key (WB pages by ">= cursor"); keep its last version.
+    unique = list({tuple(v[k] for k in primary): v for v in values}.values())
+    stmt = pg_insert(table).values(unique)
+    updates = {c: stmt.excluded[c] for c in unique[0] if c not in primary}
+    stmt = stmt.on_conflict_do_update(index_elements=primary, set_={**updates, "imported_at": text("now()")})
+    with engine.begin() as conn:
+        conn.execute(stmt)
+    return len(unique)
