@@ -1,0 +1,1 @@
+"""Deployment artefacts: images' dependency sets, Dockerfiles, compose, Kubernetes manifests."""

