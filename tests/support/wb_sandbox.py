@@ -1,0 +1,70 @@
+"""The WB sandbox in this process: the real HTTP server on a free port, served by a thread."""
+
+from __future__ import annotations
+
+import contextlib
+import ssl
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from gatehouse.wb_sandbox.server import SandboxServer, serve
+from gatehouse.wb_sandbox.state import SandboxConfig
+from gatehouse.wb_sandbox.tokens import make_token
+
+# Plain HTTP only; a bare context spares every client httpx's costly default one (~50 ms).
+_PLAIN = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+def http_client(base_url: str, **headers: str) -> httpx.Client:
+    return httpx.Client(base_url=base_url, headers=headers, timeout=10, verify=_PLAIN, trust_env=False)
+
+
+@dataclass
+class RunningSandbox:
+    url: str
+    server: SandboxServer
+    control: httpx.Client = field(init=False)  # for /__sandbox/…
+
+    def __post_init__(self) -> None:
+        self.control = http_client(self.url)
+
+    def client(self, seller: str | None = None, *, token: str | None = None, **headers: str) -> httpx.Client:
+        """A client speaking for ``seller`` (a JWT with that sid) or sending ``token`` as it is."""
+        auth = token if token is not None else make_token(seller) if seller is not None else None
+        if auth is not None:
+            headers["Authorization"] = auth
+        return http_client(self.url, **headers)
+
+    def log(self, seller: str | None = None) -> list[dict[str, Any]]:
+        params = {"seller": seller} if seller is not None else {}
+        return self.control.get("/__sandbox/log", params=params).json()
+
+    def faults(self, **changes: Any) -> dict[str, Any]:
+        """Merge ``changes`` into the fault switches (no argument: just read them)."""
+        response = self.control.post("/__sandbox/faults", json=changes)
+        response.raise_for_status()
+        return response.json()
+
+    def reset(self) -> None:
+        self.control.post("/__sandbox/reset").raise_for_status()
+
+
+@contextlib.contextmanager
+def running_sandbox(**config: Any) -> Iterator[RunningSandbox]:
+    """``with running_sandbox(time_scale=60, rows_per_day=2) as sandbox: ...`` (SandboxConfig fields)."""
+    server = serve("127.0.0.1:0", SandboxConfig(**config))
+    # A short poll interval makes shutdown() quick.
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="wb-sandbox", daemon=True)
+    thread.start()
+    running = RunningSandbox(f"http://127.0.0.1:{server.server_address[1]}", server)
+    try:
+        yield running
+    finally:
+        running.control.close()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
