@@ -22,6 +22,7 @@ from gatehouse.errors import JobPaused
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Claim
 from gatehouse.progress import WAITING_ACCOUNT
+from gatehouse.wb.client import WbClient
 
 
 @dataclass
@@ -39,6 +40,19 @@ class JobContext:
     @property
     def payload(self) -> dict[str, Any]:
         return self.claim.job.payload
+
+    def wb(self) -> WbClient:
+        """The WB client of this job's account; every call first checks the job still holds its lease."""
+        gh = self.gatehouse
+        return WbClient(
+            gh.settings,
+            gh.accounts.wb_token(self.job.account_id),
+            job_id=str(self.job.id),
+            before_call=self.before_wb_call,
+        )
+
+    def before_wb_call(self, bucket: str) -> None:
+        self.ensure_held()
 
     def ensure_held(self) -> None:
         """Call before each external call: stop (and wait) if the lease is gone."""

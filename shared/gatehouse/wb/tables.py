@@ -84,10 +84,12 @@ SALES: tuple[type[SQLModel], Keys] = (
     lambda r: {"sale_id": r["saleID"], "last_change_date": r["lastChangeDate"]},
 )
 REPORT: tuple[type[SQLModel], Keys] = (WbReportRow, lambda r: {"rrd_id": r["rrd_id"]})
-CAMPAIGNS: tuple[type[SQLModel], Keys] = (WbCampaign, lambda r: {"advert_id": r["advertId"]})
+CAMPAIGNS: tuple[type[SQLModel], Keys] = (WbCampaign, lambda r: {"advert_id": r["id"]})  # adverts v2 shape
 
 
-def upsert(engine: Engine, dataset: tuple[type[SQLModel], Keys], account_id: uuid.UUID, rows: Iterable[dict]) -> int:
+def upsert(
+    engine: Engine, dataset: tuple[type[SQLModel], Keys], account_id: uuid.UUID, rows: Iterable[dict]
+) -> int:
     """Insert or refresh ``rows``; returns how many were written."""
     model, keys = dataset
     values = [{"account_id": account_id, **keys(row), "data": row} for row in rows]

@@ -1,1 +1,5 @@
 """Job bodies, one module per domain. Importing this package registers them."""
+
+from gatehouse_worker.jobs import autobidder, digitization
+
+__all__ = ["autobidder", "digitization"]

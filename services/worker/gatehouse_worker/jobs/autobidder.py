@@ -1,0 +1,43 @@
+"""The autobidder's view of an account: its campaigns, their current bids and recent stats."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import Any
+
+from gatehouse.job_types import AUTOBIDDER_SYNC_USER
+from gatehouse.wb import client as wb
+from gatehouse.wb import tables
+from gatehouse_worker.runtime import JobContext, job
+
+STATS_DAYS = 7  # fullstats allows up to 31 days per call
+IDS_PER_CALL = 50  # and up to 50 campaigns
+
+
+@job(AUTOBIDDER_SYNC_USER)
+def autobidder_sync_user(ctx: JobContext) -> dict[str, Any]:
+    with ctx.wb() as client:
+        campaigns = (client.call(wb.ADVERTS) or {}).get("adverts", [])
+        tables.upsert(ctx.gatehouse.engine, tables.CAMPAIGNS, ctx.job.account_id, campaigns)
+        stats = sync_stats(ctx, client, [c["id"] for c in campaigns], date.today())
+    return {"campaigns": len(campaigns), "statDays": stats}
+
+
+def sync_stats(ctx: JobContext, client: wb.WbClient, ids: list[int], today: date) -> int:
+    begin, end = (today - timedelta(days=STATS_DAYS)).isoformat(), (today - timedelta(days=1)).isoformat()
+    written = 0
+    for start in range(0, len(ids), IDS_PER_CALL):
+        chunk = ",".join(str(i) for i in ids[start : start + IDS_PER_CALL])
+        answer = client.call(wb.FULLSTATS, params={"ids": chunk, "beginDate": begin, "endDate": end}) or []
+        values = [
+            {
+                "account_id": ctx.job.account_id,
+                "advert_id": item["advertId"],
+                "day": day["date"][:10],
+                "data": day,
+            }
+            for item in answer
+            for day in item.get("days", [])
+        ]
+        written += tables.upsert_values(ctx.gatehouse.engine, tables.WbCampaignStat, values)
+    return written
