@@ -23,6 +23,7 @@ from gatehouse.accounts import Accounts
 from gatehouse.crypto import TokenCipher
 from gatehouse.db import make_engine
 from gatehouse.dispatch import Dispatcher
+from gatehouse.gate import RedisGate
 from gatehouse.job_types import JobType
 from gatehouse.jobs import JobStore
 from gatehouse.models import Job
@@ -40,6 +41,7 @@ class Gatehouse:
     jobs: JobStore
     dispatcher: Dispatcher
     accounts: Accounts
+    gate: RedisGate
 
     def submit(
         self, job_type: JobType, *, account_id: uuid.UUID | None, payload: dict[str, Any] | None = None
@@ -108,6 +110,7 @@ def bootstrap(
             TokenCipher(settings) if settings.token_encryption_key else None,
             settings.admin_token.get_secret_value() if settings.admin_token else None,
         ),
+        gate=RedisGate(redis),
     )
     for middleware in consumer_middleware(gatehouse) if consumer_middleware else ():
         broker.add_middleware(middleware)

@@ -36,8 +36,11 @@ def get(name: str) -> JobType:
     return REGISTRY[name]
 
 
-# User jobs: started by an API call, retried on the 60 s ladder.
-IMPORT_USER_FEEDS = register(JobType("import-user-feeds", queue=USER_QUEUE, retries=True))
-IMPORT_USER_REPORT = register(JobType("import-user-report", queue=USER_QUEUE, retries=True))
-AUTOBIDDER_SYNC_USER = register(JobType("autobidder-sync-user", queue=USER_QUEUE, retries=True))
+# User jobs: started by an API call, retried on the 60 s ladder, one per account at a time.
+USER_GATE = {"tier": "user"}
+IMPORT_USER_FEEDS = register(JobType("import-user-feeds", queue=USER_QUEUE, retries=True, gate=USER_GATE))
+IMPORT_USER_REPORT = register(JobType("import-user-report", queue=USER_QUEUE, retries=True, gate=USER_GATE))
+AUTOBIDDER_SYNC_USER = register(
+    JobType("autobidder-sync-user", queue=USER_QUEUE, retries=True, gate=USER_GATE)
+)
 IMPORT_KINDS = {"feeds": IMPORT_USER_FEEDS, "report": IMPORT_USER_REPORT}

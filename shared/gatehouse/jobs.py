@@ -263,12 +263,12 @@ class JobStore:
             kept = {(r.id, r.claims) for r in conn.execute(stmt)}
         return {c.key for c in claims} - kept
 
-    def wake(self, job_id: uuid.UUID) -> Delivery | None:
-        """Make a delayed job due now under a new delivery (its old copy goes stale)."""
+    def wake(self, job_id: uuid.UUID, *, phase: str) -> Delivery | None:
+        """Make a job delayed in ``phase`` due now under a new delivery (its old copy goes stale)."""
         now = utcnow()
         stmt = (
             update(T)
-            .where(C.id == job_id, C.state == DELAYED)
+            .where(C.id == job_id, C.state == DELAYED, C.progress["phase"].astext == phase)
             .values(
                 delivery=C.delivery + 1,
                 resume_at=now,

@@ -12,6 +12,7 @@ from prometheus_client import (
     REGISTRY,
     CollectorRegistry,
     Counter,
+    Histogram,
     generate_latest,
     multiprocess,
 )
@@ -32,6 +33,22 @@ JOBS_ENQUEUED = Counter(
     ["type", "outcome"],
 )
 RECONCILED = Counter("gatehouse_reconciled_total", "Job messages re-sent by reconciliation.")
+WB_RESCHEDULES = Counter(
+    "wb_rate_limit_reschedules_total",
+    "Jobs put back to wait without using an attempt: account-gate (another job holds the "
+    "account), wb-429 (WB answered 429), bucket (our token bucket said wait).",
+    ["scope"],
+)
+GATE_WAIT = Histogram(
+    "gatehouse_gate_wait_seconds",
+    "How long a job waited for its account's gate, from its first park to getting it.",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 30, 60, 120, 300, 900, 1800, 3600),
+)
+GATE_HANDOFF = Histogram(
+    "gatehouse_gate_handoff_seconds",
+    "From a gate's release to the woken waiter holding it.",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15),
+)
 
 
 def exposition(multiproc_dir: str | None) -> tuple[bytes, str]:

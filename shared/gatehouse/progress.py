@@ -24,11 +24,14 @@ PHASES = (RUNNING, WAITING_ACCOUNT, RATE_LIMITED, RETRYING, COMPLETED, FAILED)
 WB_429 = "wb-429"
 
 
-def stored(phase: str, *, resume_at_ms: int | None = None, reason: str | None = None) -> dict[str, Any]:
+def stored(
+    phase: str, *, resume_at_ms: int | None = None, reason: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    """The shape kept on the row; ``extra`` holds worker bookkeeping (e.g. waitingSince)."""
     resume_at = None
     if resume_at_ms is not None:
         resume_at = datetime.fromtimestamp(resume_at_ms / 1000, UTC).isoformat(timespec="milliseconds")
-    return {"phase": phase, "resumeAt": resume_at, "reason": reason}
+    return {"phase": phase, "resumeAt": resume_at, "reason": reason, **extra}
 
 
 # -- Russian ---------------------------------------------------------------------

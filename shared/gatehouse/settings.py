@@ -51,6 +51,15 @@ class Settings(BaseSettings):
     job_lease_ms: int = 90_000
     job_heartbeat_ms: int = 30_000
 
+    # The per-account gate (ADR-0057): lease and heartbeat of the holder, how
+    # often a blocked job looks again, how long a user job's "wanted" mark
+    # lives, and how much longer than a WB pause a paused holder keeps it.
+    gate_lease_ms: int = 90_000
+    gate_heartbeat_ms: int = 30_000
+    gate_poll_delay_ms: int = 15_000
+    gate_wanted_ttl_ms: int = 60_000
+    gate_pause_margin_ms: int = 60_000
+
     # Retries of job types that retry (the user jobs): BullMQ's exponential
     # ladder, base · 2^(attempt-1) → 60, 120, 240, 480 s for 5 attempts.
     retry_max_attempts: int = 5

@@ -70,8 +70,9 @@ def test_wake_makes_a_delayed_job_due_under_a_new_delivery(gh):
     job, _ = create(gh, account(gh))
     claim = gh.jobs.claim(job.id, 1, 60_000)
     gh.jobs.reschedule(claim, eta_ms=2**41, progress={"phase": "waiting-account"}, consume_attempt=False)
-    woken = gh.jobs.wake(job.id)
+    assert gh.jobs.wake(job.id, phase="rate-limited") is None  # only jobs parked in that phase
+    woken = gh.jobs.wake(job.id, phase="waiting-account")
     assert woken.delivery == 3
     assert gh.jobs.claim(job.id, 2, 60_000) is None
     assert gh.jobs.claim(job.id, 3, 60_000) is not None
-    assert gh.jobs.wake(job.id) is None  # only delayed jobs can be woken
+    assert gh.jobs.wake(job.id, phase="waiting-account") is None  # only delayed jobs can be woken

@@ -11,6 +11,7 @@ import json
 import os
 import time
 
+from gatehouse.errors import JobPaused
 from gatehouse.job_types import JobType, register
 from gatehouse.wb.errors import WbRateLimited
 from gatehouse_worker.runtime import JobContext, job
@@ -43,3 +44,52 @@ def probe_flaky(ctx: JobContext) -> dict:
     if ctx.job.attempt < int(ctx.payload.get("succeed_on", 10**6)):
         raise WbRateLimited("too many requests", retry_after_s=1)
     return {"attempt": ctx.job.attempt}
+
+
+# Gated probes: one per tier and letter, so one account may have several live at once.
+# Each run appends {"job", "account", "start", "end", "paused"} to probe:runs; with
+# payload "pause_once_ms" the first run stops half way with a WB rate-limit pause.
+def _gated(name: str, tier: str, **gate: object) -> JobType:
+    return register(JobType(name, queue="probe", tier=tier, gate={"tier": tier, **gate}))
+
+
+GATED_USER_A = _gated("probe-user-a", "user")
+GATED_USER_B = _gated("probe-user-b", "user")
+GATED_SCHED_A = _gated("probe-sched-a", "scheduled", max_wait_ms=60_000)
+GATED_SCHED_B = _gated("probe-sched-b", "scheduled", max_wait_ms=60_000)
+
+
+def gated_probe(ctx: JobContext) -> dict:
+    redis, job_id = ctx.gatehouse.redis, str(ctx.job.id)
+    start = time.time()
+    seconds = float(ctx.payload.get("seconds", 0))
+    pause_ms = ctx.payload.get("pause_once_ms")
+    if pause_ms and redis.set(f"probe:paused:{job_id}", 1, nx=True):
+        time.sleep(seconds / 2)
+        _segment(ctx, start, paused=True)
+        raise JobPaused(
+            "WB asked to wait",
+            resume_at_ms=int(time.time() * 1000) + pause_ms,
+            phase="rate-limited",
+            reason="wb-429",
+        )
+    deadline = start + seconds
+    while time.time() < deadline:  # a long body checks its lease like a real one does before each WB call
+        ctx.ensure_held()
+        time.sleep(min(0.05, max(0, deadline - time.time())))
+    _segment(ctx, start, paused=False)
+    return {"ran": seconds}
+
+
+def _segment(ctx: JobContext, start: float, *, paused: bool) -> None:
+    ctx.gatehouse.redis.rpush(
+        RUNS_KEY,
+        json.dumps(
+            {"job": str(ctx.job.id), "account": str(ctx.job.account_id), "pid": os.getpid(),
+             "start": start, "end": time.time(), "paused": paused}
+        ),
+    )  # fmt: skip
+
+
+for _type in (GATED_USER_A, GATED_USER_B, GATED_SCHED_A, GATED_SCHED_B):
+    job(_type)(gated_probe)

@@ -13,7 +13,7 @@ from gatehouse.settings import Settings, load_settings
 from gatehouse_api import errors
 from gatehouse_api.auth import Authenticate
 from gatehouse_api.openapi import OpenApi
-from gatehouse_api.resources import accounts, jobs
+from gatehouse_api.resources import accounts, admin, jobs
 from gatehouse_api.resources.health import Health, Metrics, Ready
 
 log = logging.getLogger(__name__)
@@ -33,6 +33,7 @@ def create_app(gh: Gatehouse) -> falcon.App:
     app.add_route("/v1/accounts/{account_id:uuid}/autobidder/sync", jobs.AutobidderSync(gh))
     app.add_route("/v1/accounts/{account_id:uuid}/jobs", jobs.AccountJobs(gh))
     app.add_route("/v1/jobs/{job_id:uuid}", jobs.JobStatus(gh))
+    app.add_route("/v1/admin/accounts/{account_id:uuid}/gate", admin.AccountGate(gh))
     return app
 
 

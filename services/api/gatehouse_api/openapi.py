@@ -137,6 +137,14 @@ def build() -> dict[str, Any]:
                 params=[uuid_param("jobId")],
             )
         },
+        "/v1/admin/accounts/{accountId}/gate": {
+            "get": d.operation(
+                "The account's gate: holder, lease left, who wants it, who waits (admin)",
+                (200, s.GateView, "the gate's state"),
+                (401, 403, 404),
+                params=[account],
+            )
+        },
         "/healthz": {"get": d.operation("Liveness", (200, None, "alive"), (), public=True)},
         "/readyz": {
             "get": d.operation("Readiness", (200, None, "PostgreSQL and Redis answer"), (), public=True)

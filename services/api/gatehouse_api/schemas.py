@@ -89,6 +89,15 @@ class JobPage(Reply):
     nextCursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
 
 
+class GateView(Reply):
+    holder: uuid.UUID | None = Field(description="the job holding the account's gate")
+    leaseMsLeft: int | None = Field(description="until the holder's lease runs out")
+    wanted: uuid.UUID | None = Field(
+        description="the user job that last asked for the gate (keeps scheduled jobs off)"
+    )
+    waiting: list[uuid.UUID] = Field(description="parked jobs, the next to be woken first")
+
+
 class Problem(BaseModel):
     """RFC 9457 problem details, with a stable machine-readable code."""
 

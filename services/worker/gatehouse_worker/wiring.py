@@ -17,6 +17,7 @@ from gatehouse.composition import Gatehouse, bootstrap
 from gatehouse.settings import Settings, load_settings
 from gatehouse_worker import runtime
 from gatehouse_worker.health import ConsumerLiveness
+from gatehouse_worker.middleware.gate import AccountGate
 from gatehouse_worker.middleware.lifecycle import JobLifecycle, JobStart
 from gatehouse_worker.middleware.stores import BootReconciliation, CloseStores, IdlePoll
 from gatehouse_worker.schedules import declare_schedules
@@ -33,6 +34,7 @@ def consumer_middleware(gh: Gatehouse) -> list[Middleware]:
         IdlePoll(gh.settings.worker_idle_poll_ms),
         PeriodiqMiddleware(skip_delay=TICK_SKIP_DELAY_S),
         lifecycle,  # claim the row … record the outcome
+        AccountGate(gh, lifecycle),  # one WB-heavy job per account … release, wake the next
         JobStart(lifecycle),  # admitted: mark running
         BootReconciliation(gh),
         ConsumerLiveness(gh.settings),

@@ -21,7 +21,9 @@ class WbRateLimited(WbError):
 
     code = "wb-429"
 
-    def __init__(self, detail: str, *, retry_after_s: float, limit: int | None = None, reset_s: float | None = None):
+    def __init__(
+        self, detail: str, *, retry_after_s: float, limit: int | None = None, reset_s: float | None = None
+    ):
         super().__init__(detail)
         self.retry_after_s = retry_after_s
         self.limit = limit

@@ -108,20 +108,22 @@ class JobLifecycle(Middleware):
     def mark_running(self, ctx: JobContext) -> None:
         self.gh.jobs.start(ctx.claim, P.stored(P.RUNNING))
 
-    def park(self, ctx: JobContext, *, eta_ms: int, phase: str, reason: str) -> None:
+    def park(
+        self, ctx: JobContext, *, eta_ms: int, phase: str, reason: str, extra: dict[str, Any] | None = None
+    ) -> None:
         """Put a claimed job back to wait until ``eta_ms`` without consuming an attempt."""
         delivery = self.gh.jobs.reschedule(
             ctx.claim,
             eta_ms=eta_ms,
-            progress=P.stored(phase, resume_at_ms=eta_ms, reason=reason),
+            progress=P.stored(phase, resume_at_ms=eta_ms, reason=reason, **(extra or {})),
             consume_attempt=False,
         )
-        self._send(delivery)
+        self.send(delivery)
 
     def finish_skipped(self, ctx: JobContext, result: dict[str, Any]) -> None:
         self.gh.jobs.complete(ctx.claim, result, P.stored(P.COMPLETED, reason=result.get("reason")))
 
-    def _send(self, delivery: Any) -> None:
+    def send(self, delivery: Any) -> None:
         if delivery is None:  # fenced out: another worker owns the row now
             return
         try:
@@ -175,7 +177,7 @@ class JobLifecycle(Middleware):
             error=error,
         )
         metrics.JOBS_FINISHED.labels(type=job.type, outcome="retrying").inc()
-        self._send(delivery)
+        self.send(delivery)
 
     # -- leases ------------------------------------------------------------------
 

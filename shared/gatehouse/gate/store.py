@@ -1,0 +1,136 @@
+"""The per-account gate on Redis: the Lua scripts beside this module, one call each.
+
+Every rule is one atomic script over the account's keys (see
+``reference.gate_keys``); its pure twin in ``reference`` is the spec. The
+requests validate the arguments before anything reaches Redis.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import cast
+
+from redis import Redis
+from redis.commands.core import Script
+
+from gatehouse.gate.reference import (
+    AcquireRequest,
+    AcquireResult,
+    Decision,
+    ExtendRequest,
+    ForgetRequest,
+    GateState,
+    HeartbeatRequest,
+    ReleaseRequest,
+    ReleaseResult,
+    Tier,
+    Waiter,
+    YieldRequest,
+    gate_keys,
+)
+
+_HERE = Path(__file__).parent
+SCRIPTS = ("acquire", "heartbeat", "extend", "release", "yield", "forget")
+
+
+def _text(value: bytes | str | None) -> str | None:
+    # The client may or may not decode responses.
+    if value is None or isinstance(value, str):
+        return value
+    return value.decode()
+
+
+def _ttl(pttl: int) -> int | None:
+    # PTTL -2: no key. -1 (no expiry) is kept: these scripts never write it.
+    return None if pttl == -2 else pttl
+
+
+class RedisGate:
+    """The gate rules of ``gatehouse.gate.reference``, run atomically on Redis.
+
+    Construction only reads the scripts and hashes them; the first call
+    loads each script into Redis (EVALSHA, then SCRIPT LOAD on NOSCRIPT).
+    """
+
+    def __init__(self, client: Redis) -> None:
+        self.client = client
+        self._scripts: dict[str, Script] = {
+            name: client.register_script((_HERE / f"{name}.lua").read_text(encoding="utf-8"))
+            for name in SCRIPTS
+        }
+
+    def acquire(
+        self,
+        account_id: str,
+        owner: str,
+        *,
+        tier: Tier,
+        lease_ms: int,
+        wanted_ttl_ms: int,
+        waiting_ttl_ms: int,
+        first_wait_ms: int,
+    ) -> AcquireResult:
+        req = AcquireRequest(owner, tier, lease_ms, wanted_ttl_ms, waiting_ttl_ms, first_wait_ms)
+        decision, holder, lease_left = self._scripts["acquire"](
+            keys=list(gate_keys(account_id)),
+            args=[
+                req.owner,
+                req.tier,
+                req.lease_ms,
+                req.wanted_ttl_ms,
+                req.waiting_ttl_ms,
+                req.first_wait_ms,
+            ],
+        )
+        return AcquireResult(
+            cast(Decision, _text(decision)), _text(holder), None if holder is None else _ttl(lease_left)
+        )
+
+    def heartbeat(self, account_id: str, owner: str, *, lease_ms: int) -> bool:
+        """Renew the lease; False means the lease was lost and the job must stop touching WB."""
+        req = HeartbeatRequest(owner, lease_ms)
+        keys = gate_keys(account_id)
+        return bool(self._scripts["heartbeat"](keys=[keys.gate], args=[req.owner, req.lease_ms]))
+
+    def extend(self, account_id: str, owner: str, *, lease_ms: int) -> bool:
+        """Keep the gate over a WB rate-limit pause: ``lease_ms`` = pause + margin."""
+        req = ExtendRequest(owner, lease_ms)
+        keys = gate_keys(account_id)
+        return bool(self._scripts["extend"](keys=[keys.gate], args=[req.owner, req.lease_ms]))
+
+    def release(self, account_id: str, owner: str) -> ReleaseResult:
+        req = ReleaseRequest(owner)
+        keys = gate_keys(account_id)
+        released, best = self._scripts["release"](keys=[keys.gate, keys.waiting], args=[req.owner])
+        return ReleaseResult(bool(released), _text(best))
+
+    def yield_if_wanted(self, account_id: str, owner: str) -> ReleaseResult:
+        req = YieldRequest(owner)
+        released, best = self._scripts["yield"](keys=list(gate_keys(account_id)), args=[req.owner])
+        return ReleaseResult(bool(released), _text(best))
+
+    def forget(self, account_id: str, owner: str) -> bool:
+        req = ForgetRequest(owner)
+        keys = gate_keys(account_id)
+        return bool(self._scripts["forget"](keys=[keys.waiting], args=[req.owner]))
+
+    def inspect(self, account_id: str) -> GateState:
+        """A consistent snapshot of the account's keys (one MULTI; read-only)."""
+        keys = gate_keys(account_id)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.get(keys.gate)
+        pipe.pttl(keys.gate)
+        pipe.get(keys.wanted)
+        pipe.pttl(keys.wanted)
+        pipe.zrange(keys.waiting, 0, -1, withscores=True)
+        pipe.pttl(keys.waiting)
+        holder, lease, wanted, wanted_ttl, waiting, waiting_ttl = pipe.execute()
+        waiters = tuple(Waiter(cast(str, _text(member)), int(score)) for member, score in waiting)
+        return GateState(
+            holder=_text(holder),
+            lease_ms_left=None if holder is None else _ttl(lease),
+            wanted=_text(wanted),
+            wanted_ms_left=None if wanted is None else _ttl(wanted_ttl),
+            waiting=waiters,
+            waiting_ms_left=_ttl(waiting_ttl) if waiters else None,
+        )
