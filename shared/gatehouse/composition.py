@@ -20,6 +20,7 @@ from redis import Redis, RedisError
 from sqlalchemy import Engine
 
 from gatehouse.accounts import Accounts
+from gatehouse.bucket import RedisTokenBucket
 from gatehouse.crypto import TokenCipher
 from gatehouse.db import make_engine
 from gatehouse.dispatch import Dispatcher
@@ -28,6 +29,7 @@ from gatehouse.job_types import JobType
 from gatehouse.jobs import JobStore
 from gatehouse.models import Job
 from gatehouse.settings import Settings, load_settings
+from gatehouse.wb.limits import Limit, client_limits
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,8 @@ class Gatehouse:
     dispatcher: Dispatcher
     accounts: Accounts
     gate: RedisGate
+    buckets: RedisTokenBucket
+    wb_limits: dict[str, Limit]
 
     def submit(
         self, job_type: JobType, *, account_id: uuid.UUID | None, payload: dict[str, Any] | None = None
@@ -111,6 +115,8 @@ def bootstrap(
             settings.admin_token.get_secret_value() if settings.admin_token else None,
         ),
         gate=RedisGate(redis),
+        buckets=RedisTokenBucket(redis),
+        wb_limits=client_limits(settings.wb_limits),
     )
     for middleware in consumer_middleware(gatehouse) if consumer_middleware else ():
         broker.add_middleware(middleware)

@@ -194,8 +194,9 @@ class JobStore:
         row = self._fenced(claim, progress=progress, started_at=func.coalesce(C.started_at, func.now()))
         return row is not None
 
-    def set_progress(self, claim: Claim, progress: dict[str, Any]) -> bool:
-        return self._fenced(claim, progress=progress) is not None
+    def save_checkpoint(self, claim: Claim, checkpoint: dict[str, Any]) -> bool:
+        """Record how far the run got; False if another worker owns the row now."""
+        return self._fenced(claim, checkpoint=checkpoint) is not None
 
     def complete(self, claim: Claim, result: dict[str, Any] | None, progress: dict[str, Any]) -> bool:
         row = self._fenced(

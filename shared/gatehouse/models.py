@@ -96,6 +96,8 @@ class Job(SQLModel, table=True):
     payload: dict[str, Any] = _json(nullable=False, server_default=text("'{}'::jsonb"))
     result: dict[str, Any] | None = _json(nullable=True)
     error: dict[str, Any] | None = _json(nullable=True)
+    # Where a paused or retried job resumes (e.g. a report's rrdId); kept across runs.
+    checkpoint: dict[str, Any] | None = _json(nullable=True)
     # When a delayed job becomes eligible again (its message's eta).
     resume_at: datetime | None = _tz(nullable=True)
     # Until when the active job's worker holds it; past this a redelivery may take over.

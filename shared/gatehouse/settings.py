@@ -103,6 +103,16 @@ class Settings(BaseSettings):
     wb_analytics_url: str = "https://seller-analytics-api.wildberries.ru"
     wb_content_url: str = "https://content-api.wildberries.ru"
     wb_timeout_ms: int = 30_000
+    # Rows per realization-report request (WB allows up to 100 000).
+    wb_report_page_rows: int = 100_000
+    # Our per-account token buckets keep WB's documented limits (gatehouse.wb.limits);
+    # JSON {bucket: {"period_ms", "limit", "burst"}} overrides entries.
+    wb_limits: dict[str, dict[str, float]] = {}
+    # A bucket wait up to this long is slept in place; a longer one pauses the
+    # job (rate-limited, no attempt) until WB allows the call.
+    wb_bucket_max_sleep_ms: int = 5_000
+    # A 429 asking for a longer wait than this counts as a failed attempt instead of a pause.
+    wb_max_pause_ms: int = 1_800_000
     # Where gatehouse-wb-sandbox listens by default (and `make run` points WB at).
     wb_sandbox_bind: str = "127.0.0.1:8081"
 

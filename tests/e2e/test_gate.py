@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import ADMIN_TOKEN
 from tests.support.probe import GATED_SCHED_A, GATED_SCHED_B, GATED_USER_A, GATED_USER_B, RUNS_KEY
 from tests.support.processes import wait_until
-from tests.support.wb_sandbox import running_sandbox
+from tests.support.wb_sandbox import running_sandbox, scaled_limits
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 GATE_ENV = {"GATE_LEASE_MS": "2000", "GATE_HEARTBEAT_MS": "300", "GATE_POLL_DELAY_MS": "500"}
@@ -59,7 +59,7 @@ def slow_sandbox():
 
 
 def test_imports_of_one_account_never_overlap_while_other_accounts_run_alongside(processes, gh, slow_sandbox):
-    worker(processes, WB_API_BASE_URL=slow_sandbox.url)
+    worker(processes, WB_API_BASE_URL=slow_sandbox.url, **scaled_limits(1000))
     _, url = processes.api(env={"BACKEND_ROLE": "api", **GATE_ENV})
     accounts = [
         httpx.post(f"{url}/v1/accounts", json={"name": n, "wbToken": n}, headers=ADMIN).json()["accountId"]

@@ -52,7 +52,7 @@ def test_50_concurrent_identical_posts_make_one_job_and_one_message(processes, g
 
 
 def test_a_poller_sees_the_retry_ladder_then_the_failure(processes, gh, settings):
-    # Given workers with a 300 ms base delay, and a job failing with WB 429 on every one of its 5 attempts
+    # Given workers with a 300 ms base delay, and a job failing (WB down) on every one of its 5 attempts
     processes.start(
         "worker", "gatehouse-worker", "--processes", "1", "--threads", "2", env={"RETRY_BASE_DELAY_MS": "300"}
     )
@@ -82,7 +82,7 @@ def test_a_poller_sees_the_retry_ladder_then_the_failure(processes, gh, settings
         progress = status["progress"]
         assert progress["maxAttempts"] == 5
         assert re.fullmatch(
-            rf"Wildberries ответил «слишком много запросов» \(429\) — повторим \(попытка {n} из 5\) через (~\d+ с|несколько секунд)",
+            rf"Wildberries временно недоступен — повторим \(попытка {n} из 5\) через (~\d+ с|несколько секунд)",
             progress["message"],
         ), progress["message"]
         resume_at = datetime.fromisoformat(progress["resumeAt"]).timestamp()
@@ -92,7 +92,7 @@ def test_a_poller_sees_the_retry_ladder_then_the_failure(processes, gh, settings
         assert resume_at - 0.005 <= ran_at < resume_at + 0.5
     final = httpx.get(f"{url}/v1/jobs/{job_id}", headers=ADMIN).json()
     assert final["progress"]["phase"] == "failed" and final["progress"]["attempt"] == 5
-    assert final["error"]["code"] == "wb-429"
+    assert final["error"]["code"] == "wb-unavailable"
     assert final["progress"]["message"].startswith("Не получилось после 5 попыток")
 
 

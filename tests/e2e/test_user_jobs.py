@@ -11,7 +11,7 @@ import pytest
 from gatehouse.wb_sandbox.data import DataSpec, dataset, report_page
 from tests.conftest import ADMIN_TOKEN
 from tests.support.processes import wait_until
-from tests.support.wb_sandbox import running_sandbox
+from tests.support.wb_sandbox import running_sandbox, scaled_limits
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 SELLER = "seller-e2e"  # a raw (non-JWT) token is its own seller id
@@ -27,7 +27,7 @@ def sandbox():
 
 @pytest.fixture
 def stack(processes, sandbox):
-    env = {"WB_API_BASE_URL": sandbox.url}
+    env = {"WB_API_BASE_URL": sandbox.url, **scaled_limits(1000)}
     processes.start("worker", "gatehouse-worker", "--processes", "1", "--threads", "4", env=env)
     _, url = processes.api(env={**env, "BACKEND_ROLE": "api"})
     return url

@@ -13,7 +13,7 @@ import time
 
 from gatehouse.errors import JobPaused
 from gatehouse.job_types import JobType, register
-from gatehouse.wb.errors import WbRateLimited
+from gatehouse.wb.errors import WbUnavailable
 from gatehouse_worker.runtime import JobContext, job
 
 PROBE = register(JobType("probe", queue="probe"))
@@ -33,7 +33,7 @@ def probe(ctx: JobContext) -> dict:
     return {"slept": ctx.payload.get("seconds", 0)}
 
 
-# Fails with a WB 429 on every attempt below payload["succeed_on"] (default: never succeeds).
+# Fails as if WB were down on every attempt below payload["succeed_on"] (default: never succeeds).
 FLAKY = register(JobType("probe-flaky", queue="probe", retries=True))
 ATTEMPTS_KEY = "probe:attempts"
 
@@ -42,7 +42,7 @@ ATTEMPTS_KEY = "probe:attempts"
 def probe_flaky(ctx: JobContext) -> dict:
     ctx.gatehouse.redis.rpush(ATTEMPTS_KEY, json.dumps({"attempt": ctx.job.attempt, "at": time.time()}))
     if ctx.job.attempt < int(ctx.payload.get("succeed_on", 10**6)):
-        raise WbRateLimited("too many requests", retry_after_s=1)
+        raise WbUnavailable("WB failed on GET /ping (503: service unavailable)")
     return {"attempt": ctx.job.attempt}
 
 

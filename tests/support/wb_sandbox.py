@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import ssl
 import threading
 from collections.abc import Iterator
@@ -68,3 +69,11 @@ def running_sandbox(**config: Any) -> Iterator[RunningSandbox]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def scaled_limits(time_scale: float) -> dict[str, str]:
+    """Worker env whose token buckets match a sandbox running at ``time_scale``."""
+    from gatehouse.wb.limits import WB_LIMITS
+
+    limits = {name: {"period_ms": period / time_scale} for name, (period, _, _) in WB_LIMITS.items()}
+    return {"WB_LIMITS": json.dumps(limits)}

@@ -9,6 +9,7 @@ progress and retries happen in the middleware (gatehouse_worker.middleware).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from gatehouse.composition import Gatehouse
 from gatehouse.errors import JobPaused
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Claim
-from gatehouse.progress import WAITING_ACCOUNT
+from gatehouse.progress import RATE_LIMITED, WAITING_ACCOUNT
 from gatehouse.wb.client import WbClient
 
 
@@ -52,7 +53,45 @@ class JobContext:
         )
 
     def before_wb_call(self, bucket: str) -> None:
-        self.ensure_held()
+        """Hold the lease, then wait for a token of the account's WB bucket.
+
+        A short wait is slept here; a long one pauses the job (rate-limited, no
+        attempt) until the bucket allows the call, so no worker thread idles.
+        """
+        gh, limit = self.gatehouse, self.gatehouse.wb_limits[bucket]
+        while True:
+            self.ensure_held()
+            now = current_millis()
+            wait = gh.buckets.take(
+                str(self.job.account_id),
+                bucket,
+                burst=limit.burst,
+                limit=limit.limit,
+                period_ms=int(limit.period_ms),
+                now_ms=now,
+            )
+            if wait == 0:
+                return
+            if wait > gh.settings.wb_bucket_max_sleep_ms:
+                raise JobPaused(
+                    f"the account's {bucket} bucket is empty for {wait} ms",
+                    resume_at_ms=now + wait,
+                    phase=RATE_LIMITED,
+                    reason="bucket",
+                )
+            time.sleep(wait / 1000)
+
+    @property
+    def checkpoint(self) -> dict[str, Any]:
+        """Where an earlier run of this job stopped ({} on the first run)."""
+        return dict(self.claim.job.checkpoint or {})
+
+    def save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Record progress after each page, so a pause, retry or crash resumes here."""
+        if not self.gatehouse.jobs.save_checkpoint(self.claim, checkpoint):
+            self.lost.set()
+            self.ensure_held()
+        self.claim.job.checkpoint = checkpoint
 
     def ensure_held(self) -> None:
         """Call before each external call: stop (and wait) if the lease is gone."""

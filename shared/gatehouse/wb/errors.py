@@ -7,7 +7,9 @@ once; the others are retried on the job's ladder.
 
 from __future__ import annotations
 
-from gatehouse.errors import GatehouseError, PermanentJobError
+import time
+
+from gatehouse.errors import GatehouseError, JobPaused, PermanentJobError
 
 
 class WbError(GatehouseError):
@@ -16,15 +18,25 @@ class WbError(GatehouseError):
     code = "wb-error"
 
 
-class WbRateLimited(WbError):
-    """429: WB allows the next request after ``retry_after_s``."""
+class WbRateLimited(JobPaused, WbError):
+    """429: WB allows the next request after ``retry_after_s``.
+
+    A pause, not a failure: the job stops, keeps its checkpoint and runs again
+    when WB allows, without using an attempt (unless WB asks for longer than
+    WB_MAX_PAUSE_MS: then the lifecycle counts it as a failed attempt).
+    """
 
     code = "wb-429"
 
     def __init__(
         self, detail: str, *, retry_after_s: float, limit: int | None = None, reset_s: float | None = None
     ):
-        super().__init__(detail)
+        super().__init__(
+            detail,
+            resume_at_ms=int(time.time() * 1000 + retry_after_s * 1000),
+            phase="rate-limited",
+            reason="wb-429",
+        )
         self.retry_after_s = retry_after_s
         self.limit = limit
         self.reset_s = reset_s

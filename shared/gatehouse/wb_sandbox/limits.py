@@ -1,8 +1,8 @@
 """WB's documented rate limits and the sandbox's token buckets.
 
-``WB_LIMITS`` is the one place that holds WB's Personal/Service-token limits
-per bucket (see ``reference/wb-api.md``); the WB client imports it for its own
-Redis token buckets, so the sandbox and the client cannot drift apart.
+``WB_LIMITS`` (gatehouse.wb.limits) is the one place that holds WB's
+Personal/Service-token limits per bucket; the sandbox serves them and the WB
+client keeps to them, so the two cannot drift apart.
 
 A WB bucket holds ``burst`` tokens and refills one token every
 ``period_ms / limit`` milliseconds; every call takes one token. Buckets are
@@ -19,19 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-# bucket -> (period_ms, limit, burst), Personal/Service token limits.
-WB_LIMITS: dict[str, tuple[int, int, int]] = {
-    "orders": (60_000, 1, 10),  # GET /api/v1/supplier/orders
-    "sales": (60_000, 1, 10),  # GET /api/v1/supplier/sales (its own bucket, not the orders one)
-    "report": (60_000, 1, 1),  # finance sales-reports/detailed and legacy reportDetailByPeriod share it
-    "adverts": (1_000, 5, 5),  # GET /api/advert/v2/adverts
-    "fullstats": (60_000, 3, 1),  # GET /adv/v3/fullstats (20 s interval)
-    "bids": (1_000, 5, 5),  # PATCH /api/advert/v1/bids
-    "min_bids": (60_000, 20, 5),  # POST /api/advert/v1/bids/min
-    "funnel": (60_000, 3, 3),  # POST /api/analytics/v3/sales-funnel/products
-    "inventory": (60_000, 3, 1),  # POST /api/analytics/v1/stocks-report/wb-warehouses
-    "catalog": (60_000, 100, 5),  # POST /content/v2/get/cards/list
-}
+from gatehouse.wb.limits import WB_LIMITS
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,8 @@
-"""Digitization imports (оцифровка): a seller's feeds and realization report for a period."""
+"""Digitization imports (оцифровка): a seller's feeds and realization report for a period.
+
+Both page through WB and save a checkpoint after every page, so a WB pause,
+a retry or a crash resumes where the job stopped instead of re-importing.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,6 @@ from gatehouse.wb import client as wb
 from gatehouse.wb import tables
 from gatehouse_worker.runtime import JobContext, job
 
-# Rows per report request (WB allows up to 100 000).
-REPORT_PAGE = 100_000
-
 
 @job(IMPORT_USER_FEEDS)
 def import_user_feeds(ctx: JobContext) -> dict[str, Any]:
@@ -19,41 +20,61 @@ def import_user_feeds(ctx: JobContext) -> dict[str, Any]:
     since, until = ctx.payload["dateFrom"], f"{ctx.payload['dateTo']}T23:59:59"
     with ctx.wb() as client:
         return {
-            "orders": import_feed(ctx, client, wb.ORDERS, tables.ORDERS, since, until),
-            "sales": import_feed(ctx, client, wb.SALES, tables.SALES, since, until),
+            feed: import_feed(ctx, client, feed, endpoint, dataset, since, until)
+            for feed, endpoint, dataset in (
+                ("orders", wb.ORDERS, tables.ORDERS),
+                ("sales", wb.SALES, tables.SALES),
+            )
         }
 
 
 def import_feed(
-    ctx: JobContext, client: wb.WbClient, endpoint: wb.Endpoint, dataset: Any, since: str, until: str
+    ctx: JobContext,
+    client: wb.WbClient,
+    feed: str,
+    endpoint: wb.Endpoint,
+    dataset: Any,
+    since: str,
+    until: str,
 ) -> int:
     """Page a statistics feed by lastChangeDate; returns how many distinct rows were stored.
 
-    Each call returns rows changed at or after the cursor, so a page repeats the
-    previous page's last rows; they are upserted again (harmless) but not counted.
+    A call returns the rows changed at or after the cursor, so the rows of the
+    cursor's own timestamp come again; they are upserted again (harmless) but
+    counted once. The checkpoint keeps the cursor, the count and those rows' keys.
     """
-    cursor, stored, previous = since, 0, set()
     keys = dataset[1]
-    while True:
-        rows = client.call(endpoint, params={"dateFrom": cursor, "flag": 0}) or []
+    state = ctx.checkpoint.get(feed) or {"cursor": since, "stored": 0, "boundary": [], "done": False}
+    while not state["done"]:
+        rows = client.call(endpoint, params={"dateFrom": state["cursor"], "flag": 0}) or []
         in_period = [r for r in rows if r["lastChangeDate"] <= until]
         tables.upsert(ctx.gatehouse.engine, dataset, ctx.job.account_id, in_period)
-        page = {tuple(keys(r).values()) for r in in_period}
-        stored += len(page - previous)
-        previous = page
-        last = rows[-1]["lastChangeDate"] if rows else cursor
-        if not rows or last > until or last == cursor:
-            return stored
-        cursor = last
+        seen = set(state["boundary"])
+        state["stored"] += sum(1 for r in in_period if _key(keys, r) not in seen)
+        last = rows[-1]["lastChangeDate"] if rows else state["cursor"]
+        state["done"] = not rows or last > until or last == state["cursor"]
+        state["boundary"] = [_key(keys, r) for r in in_period if r["lastChangeDate"] == last]
+        state["cursor"] = last
+        ctx.save_checkpoint({**ctx.checkpoint, feed: state})
+    return state["stored"]
+
+
+def _key(keys: Any, row: dict[str, Any]) -> str:
+    return "|".join(str(v) for k, v in keys(row).items() if k != "last_change_date")
 
 
 @job(IMPORT_USER_REPORT)
 def import_user_report(ctx: JobContext) -> dict[str, Any]:
     """The realization report for the period, page by page on the rrdId cursor until WB answers 204."""
-    body = {"dateFrom": ctx.payload["dateFrom"], "dateTo": ctx.payload["dateTo"], "limit": REPORT_PAGE}
-    rrd_id, rows_written = 0, 0
+    body = {
+        "dateFrom": ctx.payload["dateFrom"],
+        "dateTo": ctx.payload["dateTo"],
+        "limit": ctx.gatehouse.settings.wb_report_page_rows,
+    }
+    state = ctx.checkpoint or {"rrdId": 0, "rows": 0}
     with ctx.wb() as client:
-        while rows := client.call(wb.REPORT, body={**body, "rrdId": rrd_id}):
-            rows_written += tables.upsert(ctx.gatehouse.engine, tables.REPORT, ctx.job.account_id, rows)
-            rrd_id = rows[-1]["rrd_id"]
-    return {"reportRows": rows_written}
+        while rows := client.call(wb.REPORT, body={**body, "rrdId": state["rrdId"]}):
+            tables.upsert(ctx.gatehouse.engine, tables.REPORT, ctx.job.account_id, rows)
+            state = {"rrdId": rows[-1]["rrd_id"], "rows": state["rows"] + len(rows)}
+            ctx.save_checkpoint(state)
+    return {"reportRows": state["rows"]}

@@ -36,7 +36,6 @@ from redis import RedisError
 from gatehouse import metrics
 from gatehouse import progress as P
 from gatehouse.composition import Gatehouse
-from gatehouse.errors import JobPaused
 from gatehouse.gate import RedisGate
 from gatehouse_worker.middleware.lifecycle import JobLifecycle
 from gatehouse_worker.runtime import JobContext, active_job, current_job
@@ -155,7 +154,7 @@ class AccountGate(Middleware):
         if hold is None:
             return
         try:
-            if isinstance(exception, JobPaused) and exception.phase == P.RATE_LIMITED:
+            if self.lifecycle.is_pause(exception) and exception.phase == P.RATE_LIMITED:
                 self._keep_over_pause(hold, exception.resume_at_ms)
             elif not ctx.lost.is_set():
                 self.release(hold)

@@ -133,6 +133,13 @@ class JobLifecycle(Middleware):
 
     # -- outcome -----------------------------------------------------------------
 
+    def is_pause(self, exc: BaseException | None) -> bool:
+        """A pause costs no attempt, unless WB asks for an unreasonably long one."""
+        return (
+            isinstance(exc, JobPaused)
+            and exc.resume_at_ms - current_millis() <= self.settings.wb_max_pause_ms
+        )
+
     def after_process_message(
         self, broker: Broker, message: Any, *, result: Any = None, exception: BaseException | None = None
     ) -> None:
@@ -160,7 +167,9 @@ class JobLifecycle(Middleware):
             self.gh.jobs.complete(ctx.claim, ctx.result, P.stored(P.COMPLETED))
             metrics.JOBS_FINISHED.labels(type=job.type, outcome="completed").inc()
             return
-        if isinstance(exc, JobPaused):
+        if self.is_pause(exc):
+            if exc.phase == P.RATE_LIMITED:
+                metrics.WB_RESCHEDULES.labels(scope=exc.reason).inc()
             self.park(ctx, eta_ms=exc.resume_at_ms, phase=exc.phase, reason=exc.reason)
             return
         error = error_info(exc)
