@@ -116,7 +116,7 @@ def bootstrap(
         ),
         gate=RedisGate(redis),
         buckets=RedisTokenBucket(redis),
-        wb_limits=client_limits(settings.wb_limits),
+        wb_limits=client_limits(settings.wb_limits, settings.wb_limit_headroom),
     )
     for middleware in consumer_middleware(gatehouse) if consumer_middleware else ():
         broker.add_middleware(middleware)

@@ -39,6 +39,12 @@ class Dispatcher:
             delay = remaining if remaining > 0 else None
         return self.broker.enqueue(message_for(d), delay=delay)
 
+    def tick(self, queue: str, actor: str) -> Message:
+        """Enqueue a periodic actor's message now (an admin's "run now"): no scheduled_at, so never stale."""
+        return self.broker.enqueue(
+            Message(queue_name=queue, actor_name=actor, args=(), kwargs={}, options={})
+        )
+
     def queued_job_ids(self, queues: Iterable[str]) -> set[str]:
         """Ids of jobs with a message anywhere in the broker for these queues.
 

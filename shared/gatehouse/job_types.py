@@ -44,3 +44,22 @@ AUTOBIDDER_SYNC_USER = register(
     JobType("autobidder-sync-user", queue=USER_QUEUE, retries=True, gate=USER_GATE)
 )
 IMPORT_KINDS = {"feeds": IMPORT_USER_FEEDS, "report": IMPORT_USER_REPORT}
+
+# Scheduled jobs: one per active account from a fan-out tick; one attempt (the
+# next tick is the retry); gated ones skip after their max wait.
+SCHEDULED_QUEUE = "wb-scheduled"
+
+
+def _scheduled(name: str, max_wait_ms: int | None) -> JobType:
+    gate = {"tier": "scheduled", "max_wait_ms": max_wait_ms} if max_wait_ms is not None else None
+    return register(JobType(name, queue=SCHEDULED_QUEUE, tier="scheduled", gate=gate))
+
+
+MINUTE = 60_000
+SYNC_INCREMENTAL = _scheduled("digitization:sync-account", 30 * MINUTE)
+SYNC_BACKFILL = _scheduled("digitization:sync-account-backfill", 180 * MINUTE)
+RNP_ADS = _scheduled("rnp:ads-sync-account", 5 * MINUTE)
+RNP_FINANCE = _scheduled("rnp:finance-sync-account", 360 * MINUTE)
+# Other WB buckets: not gated (opting in is one line: a max wait here).
+INVENTORY_SYNC = _scheduled("inventory-sync", None)
+CATALOG_SYNC = _scheduled("catalog-sync", None)

@@ -7,7 +7,7 @@ run the production rules at millisecond scale.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -80,6 +80,8 @@ class Settings(BaseSettings):
     # A row younger than the grace is left alone: its producer may be between
     # the insert and the enqueue.
     reconcile_interval_cron: str = "* * * * *"
+    # Periodic syncs (gatehouse.schedules): JSON {name: {"cron", "max_wait_ms", "enabled"}} overrides.
+    schedules: dict[str, dict[str, Any]] = {}
     reconcile_grace_ms: int = 10_000
 
     # Set by gatehouse-api / gatehouse-worker for their children (prometheus-client
@@ -108,6 +110,9 @@ class Settings(BaseSettings):
     # Our per-account token buckets keep WB's documented limits (gatehouse.wb.limits);
     # JSON {bucket: {"period_ms", "limit", "burst"}} overrides entries.
     wb_limits: dict[str, dict[str, float]] = {}
+    # Our buckets refill this fraction slower than the limits above, so jitter
+    # between our clock and WB's does not turn into 429s.
+    wb_limit_headroom: float = 0.1
     # A bucket wait up to this long is slept in place; a longer one pauses the
     # job (rate-limited, no attempt) until WB allows the call.
     wb_bucket_max_sleep_ms: int = 5_000

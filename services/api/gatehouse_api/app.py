@@ -34,6 +34,8 @@ def create_app(gh: Gatehouse) -> falcon.App:
     app.add_route("/v1/accounts/{account_id:uuid}/jobs", jobs.AccountJobs(gh))
     app.add_route("/v1/jobs/{job_id:uuid}", jobs.JobStatus(gh))
     app.add_route("/v1/admin/accounts/{account_id:uuid}/gate", admin.AccountGate(gh))
+    app.add_route("/v1/admin/schedules", admin.Schedules(gh))
+    app.add_route("/v1/admin/schedules/{name}/run", admin.RunSchedule(gh))
     return app
 
 

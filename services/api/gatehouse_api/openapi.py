@@ -145,6 +145,21 @@ def build() -> dict[str, Any]:
                 params=[account],
             )
         },
+        "/v1/admin/schedules": {
+            "get": d.operation(
+                "The periodic syncs: cron (UTC), max wait, last and next run (admin)",
+                (200, s.ScheduleList, "the schedules"),
+                (401, 403),
+            )
+        },
+        "/v1/admin/schedules/{name}/run": {
+            "post": d.operation(
+                "Fire a schedule's tick now (admin)",
+                (202, s.ScheduleRun, "the tick is queued"),
+                (401, 403, 404),
+                params=[{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
+            )
+        },
         "/healthz": {"get": d.operation("Liveness", (200, None, "alive"), (), public=True)},
         "/readyz": {
             "get": d.operation("Readiness", (200, None, "PostgreSQL and Redis answer"), (), public=True)

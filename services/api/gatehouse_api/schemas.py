@@ -98,6 +98,25 @@ class GateView(Reply):
     waiting: list[uuid.UUID] = Field(description="parked jobs, the next to be woken first")
 
 
+class ScheduleView(Reply):
+    name: str
+    jobType: str
+    cron: str = Field(description="minute hour day month weekday, in UTC")
+    maxWaitMs: int | None = Field(description="how long a job of the tick may wait for its account's gate")
+    enabled: bool
+    lastRun: datetime | None
+    nextRun: datetime | None
+
+
+class ScheduleList(Reply):
+    items: list[ScheduleView]
+
+
+class ScheduleRun(Reply):
+    name: str
+    messageId: str
+
+
 class Problem(BaseModel):
     """RFC 9457 problem details, with a stable machine-readable code."""
 

@@ -12,7 +12,9 @@ from dramatiq import cli as dramatiq_cli
 from periodiq import Scheduler, print_periodic_actors
 
 from gatehouse.entrypoint import prepare_children, settings_or_exit
+from gatehouse.schedules import record_next
 
+log = logging.getLogger("periodiq")
 SETUP = "gatehouse_worker.wiring:setup"
 # Consumers read WB tokens, so they need the key that decrypts them.
 WORKER_NEEDS = ("database_url", "redis_url", "token_encryption_key")
@@ -53,8 +55,19 @@ class TickOnceScheduler(Scheduler):
         for actor in actors:
             key = f"gatehouse:tick:{actor.actor_name}:{now_str}"
             if self.redis.set(key, os.getpid(), nx=True, ex=3600):
-                logging.getLogger("periodiq").info("Scheduling %s at %s.", actor, now_str)
+                log.info("Scheduling %s at %s.", actor, now_str)
                 actor.send_with_options(scheduled_at=now_str)
+            else:
+                log.info("Tick %s at %s was sent by another scheduler.", actor.actor_name, now_str)
+
+    def schedule(self) -> None:
+        # Publish each schedule's next run (the API shows it without knowing cron).
+        now = pendulum.now()
+        for actor in self.actors:
+            if actor.actor_name.startswith("schedule:"):
+                name = actor.actor_name.removeprefix("schedule:")
+                record_next(self.redis, name, actor.options["periodic"].next_valid_date(now))
+        super().schedule()
 
 
 def scheduler() -> None:

@@ -1,9 +1,15 @@
-"""Periodic ticks (periodiq). A tick actor is thin: it only enqueues or reconciles.
+"""Periodic ticks (periodiq), cron in UTC. A tick actor is thin: it enqueues or reconciles, nothing else.
 
-Cron specs are evaluated in UTC (the scheduler sets pendulum's local zone).
+Each schedule's tick is a fan-out orchestrator: it creates one job of its type
+per active account through the ordinary idempotent path and never calls WB or
+takes a gate. A disabled schedule keeps its actor (an admin may still run it)
+but gets no cron.
 """
 
 from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
 
 from dramatiq import Actor
 from periodiq import cron
@@ -11,15 +17,29 @@ from periodiq import cron
 from gatehouse import metrics
 from gatehouse.composition import Gatehouse
 from gatehouse.reconcile import reconcile
+from gatehouse.schedules import FANOUT_QUEUE, Schedule, record_run, schedules
 
+log = logging.getLogger(__name__)
 MAINTENANCE_QUEUE = "maintenance"
+
+
+def fan_out(gh: Gatehouse, schedule: Schedule) -> tuple[int, int]:
+    """One job per active account; returns (created, already running)."""
+    payload = {"maxWaitMs": schedule.max_wait_ms} if schedule.max_wait_ms is not None else {}
+    created = running = 0
+    for account_id in gh.accounts.active_ids():
+        _, new = gh.submit(schedule.job_type, account_id=account_id, payload=payload)
+        created, running = created + new, running + (not new)
+    record_run(gh.redis, schedule.name, datetime.now(UTC))
+    log.info("%s: %d job(s) created, %d already running", schedule.name, created, running)
+    return created, running
 
 
 def declare_schedules(gh: Gatehouse) -> list[Actor]:
     def reconcile_tick() -> None:
         metrics.RECONCILED.inc(reconcile(gh.jobs, gh.dispatcher, grace_ms=gh.settings.reconcile_grace_ms))
 
-    return [
+    actors = [
         Actor(
             reconcile_tick,
             broker=gh.broker,
@@ -29,3 +49,21 @@ def declare_schedules(gh: Gatehouse) -> list[Actor]:
             options={"periodic": cron(gh.settings.reconcile_interval_cron)},
         )
     ]
+    for schedule in schedules(gh.settings.schedules).values():
+
+        def tick(schedule: Schedule = schedule) -> None:
+            fan_out(gh, schedule)
+
+        tick.__name__ = tick.__qualname__ = f"fan_out_{schedule.name.replace('-', '_')}"
+        options = {"periodic": cron(schedule.cron)} if schedule.enabled else {}
+        actors.append(
+            Actor(
+                tick,
+                broker=gh.broker,
+                actor_name=schedule.actor,
+                queue_name=FANOUT_QUEUE,
+                priority=0,
+                options=options,
+            )
+        )
+    return actors

@@ -33,12 +33,19 @@ class Limit:
     burst: int
 
 
-def client_limits(overrides: dict[str, dict[str, Any]]) -> dict[str, Limit]:
-    """WB_LIMITS with the setting's entries merged over them (an entry may give some fields)."""
+def client_limits(overrides: dict[str, dict[str, Any]], headroom: float = 0.0) -> dict[str, Limit]:
+    """WB_LIMITS with the setting's entries merged over them (an entry may give some fields).
+
+    ``headroom`` stretches every period: our buckets refill that much slower
+    than WB's, so two calls granted one interval apart cannot reach WB closer
+    together than that because of network jitter.
+    """
     limits = {name: Limit(*values) for name, values in WB_LIMITS.items()}
     for name, entry in overrides.items():
         if name not in limits:
             raise ValueError(f"WB_LIMITS: unknown bucket {name!r} (known: {', '.join(limits)})")
-        merged = replace(limits[name], **entry)
-        limits[name] = Limit(float(merged.period_ms), int(merged.limit), int(merged.burst))
-    return limits
+        limits[name] = replace(limits[name], **entry)
+    return {
+        name: Limit(float(lim.period_ms) * (1 + headroom), int(lim.limit), int(lim.burst))
+        for name, lim in limits.items()
+    }

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Date, DateTime, Engine, text
+from sqlalchemy import BigInteger, Column, Date, DateTime, Engine, select, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlmodel import Field, SQLModel
@@ -73,6 +73,34 @@ class WbCampaignStat(SQLModel, table=True):
     imported_at: datetime = _imported()
 
 
+class WbStock(SQLModel, table=True):
+    __tablename__ = "wb_stocks"
+    account_id: uuid.UUID = _account()
+    nm_id: int = Field(sa_column=Column(BigInteger, primary_key=True))
+    chrt_id: int = Field(sa_column=Column(BigInteger, primary_key=True))
+    warehouse_id: int = Field(sa_column=Column(BigInteger, primary_key=True))
+    data: dict[str, Any] = _data()
+    imported_at: datetime = _imported()
+
+
+class WbCard(SQLModel, table=True):
+    __tablename__ = "wb_cards"
+    account_id: uuid.UUID = _account()
+    nm_id: int = Field(sa_column=Column(BigInteger, primary_key=True))
+    data: dict[str, Any] = _data()
+    imported_at: datetime = _imported()
+
+
+class WbFeedCursor(SQLModel, table=True):
+    """How far a scheduled sync of an account's feed got (lastChangeDate, or a date for the report backfill)."""
+
+    __tablename__ = "wb_feed_cursors"
+    account_id: uuid.UUID = _account()
+    feed: str = Field(primary_key=True)
+    cursor: str
+    updated_at: datetime = _imported()
+
+
 # How each WB record maps to its table's key columns.
 Keys = Callable[[dict[str, Any]], dict[str, Any]]
 ORDERS: tuple[type[SQLModel], Keys] = (
@@ -85,6 +113,25 @@ SALES: tuple[type[SQLModel], Keys] = (
 )
 REPORT: tuple[type[SQLModel], Keys] = (WbReportRow, lambda r: {"rrd_id": r["rrd_id"]})
 CAMPAIGNS: tuple[type[SQLModel], Keys] = (WbCampaign, lambda r: {"advert_id": r["id"]})  # adverts v2 shape
+STOCKS: tuple[type[SQLModel], Keys] = (
+    WbStock,
+    lambda r: {"nm_id": r["nmId"], "chrt_id": r["chrtId"], "warehouse_id": r["warehouseId"]},
+)
+CARDS: tuple[type[SQLModel], Keys] = (WbCard, lambda r: {"nm_id": r["nmID"]})
+
+
+def read_cursor(engine: Engine, account_id: uuid.UUID, feed: str) -> str | None:
+    with engine.connect() as conn:
+        row = conn.execute(
+            select(WbFeedCursor.cursor).where(
+                WbFeedCursor.account_id == account_id, WbFeedCursor.feed == feed
+            )
+        ).first()
+    return row[0] if row else None
+
+
+def save_cursor(engine: Engine, account_id: uuid.UUID, feed: str, cursor: str) -> None:
+    upsert_values(engine, WbFeedCursor, [{"account_id": account_id, "feed": feed, "cursor": cursor}])
 
 
 def upsert(
@@ -105,7 +152,8 @@ def upsert_values(engine: Engine, model: type[SQLModel], values: list[dict[str, 
     unique = list({tuple(v[k] for k in primary): v for v in values}.values())
     stmt = pg_insert(table).values(unique)
     updates = {c: stmt.excluded[c] for c in unique[0] if c not in primary}
-    stmt = stmt.on_conflict_do_update(index_elements=primary, set_={**updates, "imported_at": text("now()")})
+    stamp = "imported_at" if "imported_at" in table.c else "updated_at"
+    stmt = stmt.on_conflict_do_update(index_elements=primary, set_={**updates, stamp: text("now()")})
     with engine.begin() as conn:
         conn.execute(stmt)
     return len(unique)

@@ -7,8 +7,10 @@ import uuid
 import falcon
 
 from gatehouse.composition import Gatehouse
+from gatehouse.errors import NotFound
+from gatehouse.schedules import FANOUT_QUEUE, runs, schedules
 from gatehouse_api.auth import require_admin
-from gatehouse_api.schemas import GateView
+from gatehouse_api.schemas import GateView, ScheduleList, ScheduleRun, ScheduleView
 
 
 def _job_id(owner: str | None) -> str | None:
@@ -31,3 +33,44 @@ class AccountGate:
             wanted=_job_id(state.wanted),
             waiting=[_job_id(w.owner) for w in state.waiting],
         ).model_dump(mode="json")
+
+
+class Schedules:
+    """The periodic syncs with their cron (UTC), max wait, last and next run."""
+
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        require_admin(req)
+        items = []
+        for s in schedules(self.gh.settings.schedules).values():
+            last, next_ = runs(self.gh.redis, s.name)
+            items.append(
+                ScheduleView(
+                    name=s.name,
+                    jobType=s.job_type.name,
+                    cron=s.cron,
+                    maxWaitMs=s.max_wait_ms,
+                    enabled=s.enabled,
+                    lastRun=last,
+                    nextRun=next_ if s.enabled else None,
+                )
+            )
+        resp.media = ScheduleList(items=items).model_dump(mode="json")
+
+
+class RunSchedule:
+    """Fire a schedule's tick now: its fan-out runs on a worker like a timed tick."""
+
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
+        require_admin(req)
+        schedule = schedules(self.gh.settings.schedules).get(name)
+        if schedule is None:
+            raise NotFound(f"schedule {name} not found")
+        message = self.gh.dispatcher.tick(FANOUT_QUEUE, schedule.actor)
+        resp.status = 202
+        resp.media = ScheduleRun(name=name, messageId=message.message_id).model_dump(mode="json")

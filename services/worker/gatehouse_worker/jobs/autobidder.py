@@ -19,12 +19,13 @@ def autobidder_sync_user(ctx: JobContext) -> dict[str, Any]:
     with ctx.wb() as client:
         campaigns = (client.call(wb.ADVERTS) or {}).get("adverts", [])
         tables.upsert(ctx.gatehouse.engine, tables.CAMPAIGNS, ctx.job.account_id, campaigns)
-        stats = sync_stats(ctx, client, [c["id"] for c in campaigns], date.today())
+        stats = sync_stats(ctx, client, [c["id"] for c in campaigns], date.today(), days=STATS_DAYS)
     return {"campaigns": len(campaigns), "statDays": stats}
 
 
-def sync_stats(ctx: JobContext, client: wb.WbClient, ids: list[int], today: date) -> int:
-    begin, end = (today - timedelta(days=STATS_DAYS)).isoformat(), (today - timedelta(days=1)).isoformat()
+def sync_stats(ctx: JobContext, client: wb.WbClient, ids: list[int], today: date, *, days: int) -> int:
+    """Fullstats of the ``days`` days before ``today``, 50 campaigns per call."""
+    begin, end = (today - timedelta(days=days)).isoformat(), (today - timedelta(days=1)).isoformat()
     written = 0
     for start in range(0, len(ids), IDS_PER_CALL):
         chunk = ",".join(str(i) for i in ids[start : start + IDS_PER_CALL])

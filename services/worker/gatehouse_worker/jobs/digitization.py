@@ -36,12 +36,16 @@ def import_feed(
     dataset: Any,
     since: str,
     until: str,
+    *,
+    remember: bool = False,
 ) -> int:
     """Page a statistics feed by lastChangeDate; returns how many distinct rows were stored.
 
     A call returns the rows changed at or after the cursor, so the rows of the
     cursor's own timestamp come again; they are upserted again (harmless) but
-    counted once. The checkpoint keeps the cursor, the count and those rows' keys.
+    counted once. The checkpoint keeps the cursor, the count and those rows' keys;
+    with ``remember`` the account's own cursor for the feed moves along too
+    (the scheduled incremental sync starts from it next time).
     """
     keys = dataset[1]
     state = ctx.checkpoint.get(feed) or {"cursor": since, "stored": 0, "boundary": [], "done": False}
@@ -56,6 +60,8 @@ def import_feed(
         state["boundary"] = [_key(keys, r) for r in in_period if r["lastChangeDate"] == last]
         state["cursor"] = last
         ctx.save_checkpoint({**ctx.checkpoint, feed: state})
+        if remember:
+            tables.save_cursor(ctx.gatehouse.engine, ctx.job.account_id, feed, last)
     return state["stored"]
 
 
@@ -65,16 +71,16 @@ def _key(keys: Any, row: dict[str, Any]) -> str:
 
 @job(IMPORT_USER_REPORT)
 def import_user_report(ctx: JobContext) -> dict[str, Any]:
-    """The realization report for the period, page by page on the rrdId cursor until WB answers 204."""
-    body = {
-        "dateFrom": ctx.payload["dateFrom"],
-        "dateTo": ctx.payload["dateTo"],
-        "limit": ctx.gatehouse.settings.wb_report_page_rows,
-    }
-    state = ctx.checkpoint or {"rrdId": 0, "rows": 0}
     with ctx.wb() as client:
-        while rows := client.call(wb.REPORT, body={**body, "rrdId": state["rrdId"]}):
-            tables.upsert(ctx.gatehouse.engine, tables.REPORT, ctx.job.account_id, rows)
-            state = {"rrdId": rows[-1]["rrd_id"], "rows": state["rows"] + len(rows)}
-            ctx.save_checkpoint(state)
-    return {"reportRows": state["rows"]}
+        return {"reportRows": import_report(ctx, client, ctx.payload["dateFrom"], ctx.payload["dateTo"])}
+
+
+def import_report(ctx: JobContext, client: wb.WbClient, date_from: str, date_to: str) -> int:
+    """The realization report for a period, page by page on the rrdId cursor until WB answers 204."""
+    body = {"dateFrom": date_from, "dateTo": date_to, "limit": ctx.gatehouse.settings.wb_report_page_rows}
+    state = ctx.checkpoint.get("report") or {"rrdId": 0, "rows": 0}
+    while rows := client.call(wb.REPORT, body={**body, "rrdId": state["rrdId"]}):
+        tables.upsert(ctx.gatehouse.engine, tables.REPORT, ctx.job.account_id, rows)
+        state = {"rrdId": rows[-1]["rrd_id"], "rows": state["rows"] + len(rows)}
+        ctx.save_checkpoint({**ctx.checkpoint, "report": state})
+    return state["rows"]
