@@ -11,6 +11,7 @@ import psycopg
 import redis
 from dramatiq import Worker
 
+from gatehouse.crypto import generate_key
 from gatehouse.db import make_engine
 from gatehouse.migrate import upgrade
 from gatehouse.settings import Settings, load_settings
@@ -32,6 +33,7 @@ def bench_settings(**overrides: object) -> Iterator[Settings]:
         database_url=server.rsplit("/", 1)[0] + f"/{name}",
         redis_url=redis_url,
         worker_idle_poll_ms=20,
+        token_encryption_key=generate_key(),
         **overrides,
     )
     engine = make_engine(settings)

@@ -42,6 +42,22 @@ def kept_secret(path: Path, configured: SecretStr | None, generate: Callable[[],
     return path.read_text().strip()
 
 
+def seed_demo_account(env: dict[str, str]) -> None:
+    """On the sandbox, a first run gets one seller account, so the scheduled syncs have work out of the box."""
+    from gatehouse.composition import bootstrap
+    from gatehouse.settings import load_settings
+
+    gh = bootstrap(
+        load_settings(**{k.lower(): env[k] for k in ("DATABASE_URL", "REDIS_URL", "TOKEN_ENCRYPTION_KEY")})
+    )
+    try:
+        if not gh.accounts.active_ids():
+            account = gh.accounts.create("Демо-кабинет", "demo-seller")
+            print(f"demo account:     {account.id} (WB sandbox seller demo-seller)")
+    finally:
+        gh.close()
+
+
 def wait_ready(url: str, procs: list[tuple[str, subprocess.Popen]], stop: threading.Event) -> bool:
     """Until the API says ready; False if a child died or we were interrupted first."""
     while not stop.wait(0.2):
@@ -89,6 +105,8 @@ def main() -> int:
         env["WB_API_BASE_URL"] = sandbox_url
 
     subprocess.run([BIN / "gatehouse-migrate"], env=env, check=True)
+    if not settings.wb_api_base_url:
+        seed_demo_account(env)
     procs: list[tuple[str, subprocess.Popen]] = []
 
     def spawn(name: str, *cmd: str) -> None:

@@ -54,6 +54,8 @@ class Settings(BaseSettings):
     # The per-account gate (ADR-0057): lease and heartbeat of the holder, how
     # often a blocked job looks again, how long a user job's "wanted" mark
     # lives, and how much longer than a WB pause a paused holder keeps it.
+    # Off switch for the gate (incidents, benchmarks): jobs then run without it.
+    gate_enabled: bool = True
     gate_lease_ms: int = 90_000
     gate_heartbeat_ms: int = 30_000
     gate_poll_delay_ms: int = 15_000

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from datetime import date, timedelta
 from pathlib import Path
 
 import httpx
@@ -69,7 +70,30 @@ def test_make_run_starts_everything_on_embedded_servers_and_finds_its_data_again
         seen = banner(first)
         assert httpx.get(f"http://127.0.0.1:{api_port}/readyz", timeout=5).json()["status"] == "ready"
         assert httpx.get(f"http://127.0.0.1:{sandbox_port}/ping", timeout=5).status_code == 200
-        # … in which something is stored
+        # … where the demo account's user import and a scheduled sync work against the sandbox
+        api, admin = f"http://127.0.0.1:{api_port}", {"Authorization": f"Bearer {seen['admin token']}"}
+        with psycopg.connect(seen["DATABASE_URL"]) as conn:
+            [(demo,)] = conn.execute("SELECT id FROM accounts").fetchall()
+        yesterday = (date.today() - timedelta(days=1)).isoformat()
+        imported = httpx.post(
+            f"{api}/v1/accounts/{demo}/digitization/imports",
+            json={
+                "kind": "feeds",
+                "dateFrom": (date.today() - timedelta(days=3)).isoformat(),
+                "dateTo": yesterday,
+            },
+            headers=admin,
+        ).json()["jobId"]
+        assert httpx.post(f"{api}/v1/admin/schedules/rnp-ads/run", headers=admin).status_code == 202
+
+        def finished():
+            with psycopg.connect(seen["DATABASE_URL"]) as conn:
+                rows = conn.execute("SELECT id, state FROM jobs").fetchall()
+            return len(rows) == 2 and all(state == "completed" for _, state in rows) and rows
+
+        jobs = dict(wait_until(finished, timeout=60, what="the import and the ads sync to complete"))
+        assert str(jobs[uuid.UUID(imported)]) == "completed"
+        # … and in which something is stored
         account = uuid.uuid4()
         with psycopg.connect(seen["DATABASE_URL"], autocommit=True) as conn:
             conn.execute("INSERT INTO accounts (id, name) VALUES (%s, 'kept')", (account,))

@@ -76,9 +76,9 @@ class AccountGate(Middleware):
     def actor_options(self) -> set[str]:
         return {"gate"}
 
-    @staticmethod
-    def spec(broker: Broker, message: Any) -> dict[str, Any] | None:
-        return broker.get_actor(message.actor_name).options.get("gate")
+    def spec(self, broker: Broker, message: Any) -> dict[str, Any] | None:
+        """The actor's gate option; None when it has none or GATE_ENABLED is off."""
+        return broker.get_actor(message.actor_name).options.get("gate") if self.s.gate_enabled else None
 
     # -- admission ---------------------------------------------------------------
 
