@@ -11,7 +11,7 @@ import pytest
 from gatehouse.job_types import REGISTRY
 from tests.conftest import ADMIN_TOKEN
 from tests.support.processes import wait_until
-from tests.support.wb_sandbox import running_sandbox, scaled_limits
+from tests.support.wb_sandbox import quiet_schedules, running_sandbox, scaled_limits
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 SCALE = 100  # WB's minute limits become 0.6 s: fast, yet far above scheduling jitter
@@ -25,7 +25,12 @@ def sandbox():
 
 
 def test_mixed_load_keeps_one_wb_job_per_account_under_the_limits(processes, sandbox, sql):
-    env = {"WB_API_BASE_URL": sandbox.url, "WB_REPORT_PAGE_ROWS": "40", **scaled_limits(SCALE)}
+    env = {
+        "WB_API_BASE_URL": sandbox.url,
+        "WB_REPORT_PAGE_ROWS": "40",
+        **scaled_limits(SCALE),
+        **quiet_schedules(),
+    }
     for i in range(2):
         processes.start(f"worker-{i}", "gatehouse-worker", "--processes", "1", "--threads", "4", env=env)
     processes.start("scheduler", "gatehouse-scheduler", env=env)

@@ -50,6 +50,18 @@ def status(url: str, job_id: str) -> dict:
     return httpx.get(f"{url}/v1/jobs/{job_id}", headers=ADMIN).json()
 
 
+def paused_status(url: str, job_id: str) -> dict | None:
+    current = status(url, job_id)
+    return current if (current["progress"] or {}).get("phase") == "rate-limited" else None
+
+
+def start_report(url: str, account: str, first: date, last: date) -> str:
+    body = {"kind": "report", "dateFrom": first.isoformat(), "dateTo": last.isoformat()}
+    return httpx.post(f"{url}/v1/accounts/{account}/digitization/imports", json=body, headers=ADMIN).json()[
+        "jobId"
+    ]
+
+
 def test_a_429_in_the_middle_of_a_report_pauses_keeps_the_gate_and_resumes_from_the_cursor(
     processes, sandbox, gh, sql
 ):
@@ -60,18 +72,10 @@ def test_a_429_in_the_middle_of_a_report_pauses_keeps_the_gate_and_resumes_from_
     sandbox.faults(force_429=[{"bucket": "report", "nth": 3, "retry_s": 1.0}])
 
     # When the import runs
-    report = httpx.post(
-        f"{url}/v1/accounts/{account}/digitization/imports",
-        json={"kind": "report", "dateFrom": first.isoformat(), "dateTo": last.isoformat()},
-        headers=ADMIN,
-    ).json()["jobId"]
+    report = start_report(url, account, first, last)
 
     # Then it pauses: delayed, rate-limited, its attempt untouched, until WB's retry moment
-    paused = wait_until(
-        lambda: (s := status(url, report))["progress"] and s["progress"]["phase"] == "rate-limited" and s,
-        interval=0.01,
-        what="the report to pause",
-    )
+    paused = wait_until(lambda: paused_status(url, report), interval=0.01, what="the report to pause")
     assert paused["state"] == "delayed" and paused["progress"]["attempt"] == 1
     assert paused["progress"]["message"].startswith("Пауза по лимиту запросов Wildberries — продолжим через")
     # … it keeps the account's gate: another job of the account waits instead of running in the pause
@@ -102,18 +106,10 @@ def test_an_empty_bucket_pauses_the_job_instead_of_burning_requests(processes, s
     url, account = start(processes, sandbox, WB_LIMITS=json.dumps(limits), WB_BUCKET_MAX_SLEEP_MS="200")
     first, last, expected = period(sandbox)
 
-    report = httpx.post(
-        f"{url}/v1/accounts/{account}/digitization/imports",
-        json={"kind": "report", "dateFrom": first.isoformat(), "dateTo": last.isoformat()},
-        headers=ADMIN,
-    ).json()["jobId"]
+    report = start_report(url, account, first, last)
 
     # Then it pauses for the bucket (no attempt), WB never says 429, and the import completes
-    paused = wait_until(
-        lambda: (s := status(url, report))["progress"] and s["progress"]["phase"] == "rate-limited" and s,
-        interval=0.01,
-        what="a bucket pause",
-    )
+    paused = wait_until(lambda: paused_status(url, report), interval=0.01, what="a bucket pause")
     assert paused["progress"]["attempt"] == 1
     wait_until(lambda: status(url, report)["state"] == "completed", timeout=60, what="the report to complete")
     assert {e["status"] for e in sandbox.log(SELLER)} <= {200, 204}

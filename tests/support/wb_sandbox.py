@@ -77,3 +77,10 @@ def scaled_limits(time_scale: float) -> dict[str, str]:
 
     limits = {name: {"period_ms": period / time_scale} for name, (period, _, _) in WB_LIMITS.items()}
     return {"WB_LIMITS": json.dumps(limits)}
+
+
+def quiet_schedules() -> dict[str, str]:
+    """Scheduler env whose ticks never come due in a test (Jan 1st): tests fire them through the admin API."""
+    from gatehouse.schedules import DEFAULTS
+
+    return {"SCHEDULES": json.dumps({s.name: {"cron": "0 0 1 1 *"} for s in DEFAULTS})}

@@ -52,13 +52,15 @@ class TickOnceScheduler(Scheduler):
 
     def send_actors(self, actors, now) -> None:
         now_str = str(now)
+        # periodiq's "now" carries seconds, which differ between schedulers: lock the minute.
+        minute = now.strftime("%Y-%m-%dT%H:%M")
         for actor in actors:
-            key = f"gatehouse:tick:{actor.actor_name}:{now_str}"
+            key = f"gatehouse:tick:{actor.actor_name}:{minute}"
             if self.redis.set(key, os.getpid(), nx=True, ex=3600):
-                log.info("Scheduling %s at %s.", actor, now_str)
+                log.info("Scheduling %s for %s (at %s).", actor.actor_name, minute, now_str)
                 actor.send_with_options(scheduled_at=now_str)
             else:
-                log.info("Tick %s at %s was sent by another scheduler.", actor.actor_name, now_str)
+                log.info("Tick %s for %s was sent by another scheduler.", actor.actor_name, minute)
 
     def schedule(self) -> None:
         # Publish each schedule's next run (the API shows it without knowing cron).

@@ -62,6 +62,11 @@ def job_of(owner: str) -> uuid.UUID:
     return uuid.UUID(owner.rsplit(":", 1)[1])
 
 
+def released_key(account: str) -> str:
+    """When the account's gate was last handed over (for the hand-off latency metric)."""
+    return f"wb:gate:{{{account}}}:released"
+
+
 class AccountGate(Middleware):
     def __init__(self, gatehouse: Gatehouse, lifecycle: JobLifecycle) -> None:
         self.gh = gatehouse
@@ -137,7 +142,7 @@ class AccountGate(Middleware):
         if waited_since is None or decision != "acquired":
             return
         metrics.GATE_WAIT.observe((now - waited_since) / 1000)
-        released = self.gh.redis.getdel(f"wb:gate:{{{account}}}:released")
+        released = self.gh.redis.getdel(released_key(account))
         if released is not None:
             metrics.GATE_HANDOFF.observe(max(0, now - int(released)) / 1000)
 
@@ -183,7 +188,7 @@ class AccountGate(Middleware):
         for _ in range(WAKE_TRIES):
             if best is None:
                 return
-            self.gh.redis.set(f"wb:gate:{{{account}}}:released", current_millis(), px=self.s.gate_lease_ms)
+            self.gh.redis.set(released_key(account), current_millis(), px=self.s.gate_lease_ms)
             delivery = self.gh.jobs.wake(job_of(best), phase=P.WAITING_ACCOUNT)
             if delivery is not None:
                 self.lifecycle.send(delivery)
