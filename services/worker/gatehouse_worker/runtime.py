@@ -19,7 +19,7 @@ from dramatiq import Actor, Broker
 from dramatiq.common import current_millis
 
 from gatehouse.composition import Gatehouse
-from gatehouse.errors import JobPaused
+from gatehouse.errors import JobPaused, PermanentJobError
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Claim
 from gatehouse.progress import RATE_LIMITED, WAITING_ACCOUNT
@@ -143,7 +143,8 @@ def declare(broker: Broker, job_type: JobType, body: Body) -> Actor:
 
     run.__name__ = run.__qualname__ = body.__name__
     run.__module__ = body.__module__
-    options: dict[str, Any] = {"job": True}
+    # Pauses and permanent WB errors are outcomes, not crashes: no traceback in the log.
+    options: dict[str, Any] = {"job": True, "throws": (JobPaused, PermanentJobError)}
     if job_type.gate is not None:
         options["gate"] = job_type.gate
     return Actor(

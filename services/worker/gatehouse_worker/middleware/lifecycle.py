@@ -64,7 +64,8 @@ class JobLifecycle(Middleware):
 
     @property
     def actor_options(self) -> set[str]:
-        return {"job"}
+        # "throws" is dramatiq's own: those exceptions are logged as expected, without a traceback.
+        return {"job", "throws"}
 
     @staticmethod
     def is_job(broker: Broker, message: Any) -> bool:
