@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from tests.support.processes import REPO, Proc, free_port, wait_until
+from tests.support.wb_sandbox import quiet_schedules
 
 pytest.importorskip("pgserver", reason="the embedded servers need the 'embedded' dependency group")
 
@@ -39,6 +40,7 @@ def start_run(var: Path, logs: Path, api_port: int, sandbox_port: int) -> Proc:
         "WB_SANDBOX_BIND": f"127.0.0.1:{sandbox_port}",
         "API_WORKERS": "1",
         "SHUTDOWN_TIMEOUT_MS": "5000",
+        **quiet_schedules(),  # real cron ticks would add jobs mid-test; the test fires one itself
     }  # no DATABASE_URL / REDIS_URL: the embedded servers start
     return Proc("make-run", [sys.executable, str(REPO / "dev" / "run.py"), "--var", str(var)], env, logs)
 
