@@ -46,12 +46,6 @@ class Forbidden(GatehouseError):
     code = "FORBIDDEN"
 
 
-class StoreUnavailable(GatehouseError):
-    """PostgreSQL or Redis did not answer."""
-
-    code = "STORE_UNAVAILABLE"
-
-
 class PermanentJobError(GatehouseError):
     """A job failure that no retry can fix (bad token, bad request): fail at once."""
 

@@ -32,10 +32,6 @@ def register(job_type: JobType) -> JobType:
     return job_type
 
 
-def get(name: str) -> JobType:
-    return REGISTRY[name]
-
-
 # User jobs: started by an API call, retried on the 60 s ladder, one per account at a time.
 USER_GATE = {"tier": "user"}
 IMPORT_USER_FEEDS = register(JobType("import-user-feeds", queue=USER_QUEUE, retries=True, gate=USER_GATE))

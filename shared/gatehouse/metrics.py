@@ -27,11 +27,6 @@ JOBS_FINISHED = Counter(
     "Job runs by how they ended (completed, failed, retrying).",
     ["type", "outcome"],
 )
-JOBS_ENQUEUED = Counter(
-    "gatehouse_jobs_created_total",
-    "Jobs created by producers, and requests answered with an already running job.",
-    ["type", "outcome"],
-)
 RECONCILED = Counter("gatehouse_reconciled_total", "Job messages re-sent by reconciliation.")
 WB_RESCHEDULES = Counter(
     "wb_rate_limit_reschedules_total",

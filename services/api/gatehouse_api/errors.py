@@ -14,7 +14,6 @@ from gatehouse.errors import (
     Forbidden,
     GatehouseError,
     NotFound,
-    StoreUnavailable,
     Unauthorized,
     ValidationFailed,
 )
@@ -27,7 +26,6 @@ STATUS_OF: dict[type[GatehouseError], int] = {
     NotFound: 404,
     Unauthorized: 401,
     Forbidden: 403,
-    StoreUnavailable: 503,
     ConfigurationError: 500,
 }
 # Codes for errors Falcon raises itself (routing, media parsing, size limits).

@@ -185,17 +185,18 @@ class AccountGate(Middleware):
 
     def _wake(self, account: str, best: str | None) -> None:
         """Make the best waiter due now; the row claim turns its old delayed copy into a no-op."""
+        if best is None:
+            return
+        self.gh.redis.set(released_key(account), current_millis(), px=self.s.gate_lease_ms)
         for _ in range(WAKE_TRIES):
             if best is None:
                 return
-            self.gh.redis.set(released_key(account), current_millis(), px=self.s.gate_lease_ms)
             delivery = self.gh.jobs.wake(job_of(best), phase=P.WAITING_ACCOUNT)
             if delivery is not None:
                 self.lifecycle.send(delivery)
                 return
             self.gate.forget(account, best)  # finished, or no longer parked on the gate
             best = self.gate.inspect(account).best_waiter
-        return
 
     # -- leases ------------------------------------------------------------------
 
