@@ -86,9 +86,13 @@ def test_release_is_compare_and_delete_and_names_the_best_waiter(client, gate):
     assert client.get(gate_keys(A).gate) == SCHED.encode()
     assert gate.release(A, SCHED) == ReleaseResult(True, USER)
     assert client.exists(gate_keys(A).gate) == 0
-    # The woken user takes it; the other user still waits, so the marker stays (as it was).
+    # The woken user takes it; the other user still waits, so the marker stays and names that one,
+    # with the TTL it had (only the name changes).
+    ttl = gate.inspect(A).wanted_ms_left
     assert acquire(gate, USER, "user").decision == "acquired"
-    assert gate.inspect(A).wanted == USER
+    state = gate.inspect(A)
+    assert (state.holder, state.wanted) == (USER, USER2)
+    assert 0 < state.wanted_ms_left <= ttl
     assert acquire(gate, SCHED2, "scheduled").decision == "busy"
 
 

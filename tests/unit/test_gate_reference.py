@@ -185,12 +185,13 @@ def test_a_user_acquiring_clears_wanted_when_no_other_user_waits():
     assert state.waiting_owners == (SCHED,)
 
 
-def test_a_user_acquiring_keeps_wanted_while_another_user_waits():
+def test_a_user_acquiring_hands_wanted_to_the_next_user_that_waits():
+    # The marker stays (another user job still waits) and names that job, not the one now running.
     given = GateState(wanted=USER, wanted_ms_left=5_000, **waiting((USER, "user", 1), (USER2, "user", 2)))
 
     _, state = evaluate_gate_acquire(given, acquire(USER, "user"))
 
-    assert (state.wanted, state.wanted_ms_left) == (USER, 5_000)
+    assert (state.wanted, state.wanted_ms_left) == (USER2, 5_000)
     assert state.waiting_owners == (USER2,)
 
 

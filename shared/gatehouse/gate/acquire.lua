@@ -76,8 +76,14 @@ end
 
 -- The owner runs now: it no longer waits (Redis drops the set if it empties).
 redis.call("zrem", waiting, owner)
--- A running user job needs no marker; keep it only while another user job waits.
-if tier == "user" and redis.call("zcount", waiting, "-inf", "(" .. string.format("%.0f", TIER_SPAN)) == 0 then
-  redis.call("del", wanted)
+-- A running user job needs no marker; it stays only while another user job waits,
+-- and then names that job (the next user in line), keeping its TTL.
+if tier == "user" then
+  local next_user = redis.call("zrangebyscore", waiting, "-inf", "(" .. string.format("%.0f", TIER_SPAN), "LIMIT", 0, 1)
+  if next_user[1] == nil then
+    redis.call("del", wanted)
+  elseif redis.call("exists", wanted) == 1 then
+    redis.call("set", wanted, next_user[1], "KEEPTTL")
+  end
 end
 return {decision, owner, tonumber(lease_ms)}

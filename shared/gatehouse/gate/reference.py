@@ -265,9 +265,14 @@ def evaluate_gate_acquire(state: GateState, req: AcquireRequest) -> tuple[Acquir
         return AcquireResult("busy", state.holder, state.lease_ms_left), new
 
     new = _unpark(new, req.owner)
-    if req.tier == "user" and not any(w.tier == "user" for w in new.waiting):
-        # The marker would otherwise keep scheduled jobs out for a user job that is now running.
-        new = _without_wanted(new)
+    if req.tier == "user":
+        # The marker names a user job that still waits (the next in line), or goes: it
+        # would otherwise keep scheduled jobs out for a user job that is now running.
+        next_user = next((w.owner for w in new.waiting if w.tier == "user"), None)
+        if next_user is None:
+            new = _without_wanted(new)
+        elif new.wanted is not None:
+            new = replace(new, wanted=next_user)  # same TTL: only the name is made true
     return AcquireResult(decision, req.owner, req.lease_ms), new
 
 
