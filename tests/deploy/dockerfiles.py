@@ -1,9 +1,10 @@
-"""Read the Dockerfiles: their instructions, and the `uv sync` that installs each image."""
+"""Read the Dockerfiles: their instructions, what they copy, and the `uv sync` that installs each image."""
 
 from __future__ import annotations
 
 import re
 import shlex
+import tomllib
 
 from tests.support.processes import REPO
 
@@ -20,6 +21,11 @@ IMAGES = {
         "services/api/gatehouse_api",
     ),
 }
+# The development-only WB sandbox image (compose, the dev overlay); neither image above contains it.
+SANDBOX_DOCKERFILE = "dev/wb_sandbox/Dockerfile"
+SANDBOX_PACKAGE = "gatehouse-wb-sandbox"
+SANDBOX_CODE = "dev/wb_sandbox/gatehouse_wb_sandbox"
+DOCKERFILES = (*IMAGES, SANDBOX_DOCKERFILE)
 
 
 def instructions(dockerfile: str) -> list[tuple[str, str]]:
@@ -51,3 +57,26 @@ def uv_syncs(dockerfile: str) -> list[list[str]]:
 def image_install(dockerfile: str) -> list[str]:
     """The `uv sync` that installs the image's packages (its last one)."""
     return uv_syncs(dockerfile)[-1]
+
+
+def copied_sources(dockerfile: str) -> list[str]:
+    """What the Dockerfile COPYs from the build context (not from another stage)."""
+    return [
+        src
+        for op, args in instructions(dockerfile)
+        if op == "COPY" and "--from" not in args
+        for src in args.split()[:-1]
+    ]
+
+
+def bind_mounts(dockerfile: str) -> list[str]:
+    """The build-context sources of the RUN instructions' bind mounts."""
+    return re.findall(
+        r"--mount=type=bind,source=([^,\s]+)",
+        " ".join(a for op, a in instructions(dockerfile) if op == "RUN"),
+    )
+
+
+def workspace_members() -> list[str]:
+    """The uv workspace's members (directories), as the root pyproject.toml lists them."""
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["uv"]["workspace"]["members"]

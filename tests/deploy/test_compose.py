@@ -105,8 +105,11 @@ def test_images_are_distinct_and_pinned(compose):
     assert services["api"]["build"]["dockerfile"] == "services/api/Dockerfile"
     assert services["worker"]["build"]["dockerfile"] == "services/worker/Dockerfile"
     assert images["api"][0] != images["worker"][0]
-    for name in ("migrate", "scheduler", "wb-sandbox"):
+    for name in ("migrate", "scheduler"):
         assert images[name][0] == images["worker"][0], name
+    # The WB sandbox is in neither Gatehouse image: it has its own, development-only one
+    assert services["wb-sandbox"]["build"]["dockerfile"] == "dev/wb_sandbox/Dockerfile"
+    assert images["wb-sandbox"][0] not in {images["api"][0], images["worker"][0]}
     for name, (_, tag, digest) in images.items():
         assert digest or (tag and tag != "latest"), name
 

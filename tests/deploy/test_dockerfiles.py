@@ -1,4 +1,7 @@
-"""The two Dockerfiles: hadolint-clean, and each installs only its own package's dependency set.
+"""The Dockerfiles: hadolint-clean, and each installs only its own package's dependency set.
+
+The two service images never contain the WB sandbox; it has its own
+development-only image (dev/wb_sandbox/Dockerfile) for compose and the dev overlay.
 
 No container engine runs on CI, so the images are not built here; what a
 build would install is proven by tests/deploy/test_package_isolation.py,
@@ -12,7 +15,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.deploy.dockerfiles import IMAGES, final_stage, image_install, instructions, uv_syncs
+from tests.deploy.dockerfiles import (
+    DOCKERFILES,
+    IMAGES,
+    SANDBOX_CODE,
+    SANDBOX_DOCKERFILE,
+    SANDBOX_PACKAGE,
+    bind_mounts,
+    copied_sources,
+    final_stage,
+    image_install,
+    instructions,
+    uv_syncs,
+    workspace_members,
+)
 from tests.deploy.manifests import image_reference
 from tests.support.processes import BIN, REPO
 
@@ -26,7 +42,7 @@ def hadolint(path: Path) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize("dockerfile", IMAGES)
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
 def test_dockerfile_passes_hadolint(dockerfile):
     result = hadolint(REPO / dockerfile)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -63,9 +79,42 @@ def test_image_installs_only_its_package_from_the_lock(dockerfile):
     copied = [src for op, args in steps if op == "COPY" and "--from" not in args for src in args.split()[:-1]]
     assert own_code in copied
     assert not [src for src in copied if src.startswith(other_code)]
+    # and neither service image gets the WB sandbox (development only)
+    assert not [src for src in copied if src.startswith(SANDBOX_CODE)]
+    assert SANDBOX_PACKAGE not in rebuilt
 
 
-@pytest.mark.parametrize("dockerfile", IMAGES)
+def test_the_sandbox_image_installs_only_the_sandbox_from_the_lock():
+    # Locked, without the dev and embedded groups, the sandbox's dependency set only
+    assert uv_syncs(SANDBOX_DOCKERFILE)
+    for command in uv_syncs(SANDBOX_DOCKERFILE):
+        assert set(UV_SYNC_FLAGS) <= set(command), command
+        assert command[command.index("--package") + 1] == SANDBOX_PACKAGE
+    install = image_install(SANDBOX_DOCKERFILE)
+    assert "--no-editable" in install
+    rebuilt = {install[i + 1] for i, arg in enumerate(install) if arg == "--reinstall-package"}
+    assert rebuilt == {"gatehouse", SANDBOX_PACKAGE}
+    # The domain package and the sandbox go in, neither service's code does
+    copied = copied_sources(SANDBOX_DOCKERFILE)
+    assert {"shared/gatehouse", SANDBOX_CODE} <= set(copied)
+    for _, service_code, _ in IMAGES.values():
+        assert not [src for src in copied if src.startswith(service_code)]
+    # In a container it listens beyond loopback
+    assert (
+        dict(final_stage(SANDBOX_DOCKERFILE))["CMD"] == '["gatehouse-wb-sandbox", "--bind", "0.0.0.0:8081"]'
+    )
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
+def test_every_sync_sees_the_whole_workspace(dockerfile):
+    # `uv sync --locked` refuses a workspace with a member's pyproject.toml missing
+    manifests = {f"{member}/pyproject.toml" for member in workspace_members()} | {"pyproject.toml", "uv.lock"}
+
+    assert manifests <= set(bind_mounts(dockerfile)), "the dependency layer's bind mounts"
+    assert manifests <= set(copied_sources(dockerfile)), "the install layer's copies"
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
 def test_image_runs_as_a_numeric_non_root_user(dockerfile):
     users = [args for op, args in final_stage(dockerfile) if op == "USER"]
 
@@ -75,7 +124,7 @@ def test_image_runs_as_a_numeric_non_root_user(dockerfile):
     assert uid.isdigit() and int(uid) != 0
 
 
-@pytest.mark.parametrize("dockerfile", IMAGES)
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
 def test_base_images_are_pinned_and_labels_are_oci(dockerfile):
     steps = instructions(dockerfile)
     for op, args in steps:
@@ -110,7 +159,7 @@ def test_dockerignore_admits_exactly_what_the_dockerfiles_copy():
 
     # Everything is excluded first, then re-admitted by name
     assert lines[0] == "**"
-    for dockerfile in IMAGES:
+    for dockerfile in DOCKERFILES:
         for op, args in instructions(dockerfile):
             if op == "COPY" and "--from" not in args:
                 for source in args.split()[:-1]:

@@ -137,13 +137,18 @@ def test_images_are_distinct_and_pinned(rendered: Rendered):
     assert api[0].endswith("gatehouse-api")
     assert worker[0].endswith("gatehouse-worker")
     assert api[0] != worker[0]
-    # The scheduler, the migrations (and the dev WB sandbox) run from the worker image
+    # The scheduler and the migrations run from the worker image; the dev WB sandbox, in
+    # neither Gatehouse image, from its own (dev/wb_sandbox/Dockerfile), and only in dev
     for workload in rendered.workloads():
+        name = workload["metadata"]["name"]
         for container in pod_spec(workload)["containers"]:
             repo, tag, digest = image_reference(container["image"])
             assert digest or (tag and tag != "latest"), container["image"]
-            if workload["metadata"]["name"] != "gatehouse-api":
-                assert repo == worker[0], workload["metadata"]["name"]
+            if name == "gatehouse-wb-sandbox":
+                assert rendered.overlay == "dev"
+                assert repo.endswith("gatehouse-wb-sandbox") and repo not in {api[0], worker[0]}, repo
+            elif name != "gatehouse-api":
+                assert repo == worker[0], name
 
 
 def test_every_pod_runs_non_root_on_a_read_only_root(rendered: Rendered):

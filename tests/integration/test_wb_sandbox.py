@@ -17,9 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gatehouse.wb_sandbox.data import HISTORY_DAYS, dataset
-from gatehouse.wb_sandbox.limits import WB_LIMITS
-from gatehouse.wb_sandbox.tokens import make_token
+from gatehouse.wb.limits import WB_LIMITS
+from gatehouse_wb_sandbox.data import HISTORY_DAYS, dataset
+from gatehouse_wb_sandbox.tokens import make_token
 from tests.support.processes import BIN, Proc, free_port, wait_until
 from tests.support.wb_sandbox import RunningSandbox, http_client, running_sandbox
 

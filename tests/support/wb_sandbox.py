@@ -12,9 +12,9 @@ from typing import Any
 
 import httpx
 
-from gatehouse.wb_sandbox.server import SandboxServer, serve
-from gatehouse.wb_sandbox.state import SandboxConfig
-from gatehouse.wb_sandbox.tokens import make_token
+from gatehouse_wb_sandbox.server import SandboxServer, serve
+from gatehouse_wb_sandbox.state import SandboxConfig
+from gatehouse_wb_sandbox.tokens import make_token
 
 # Plain HTTP only; a bare context spares every client httpx's costly default one (~50 ms).
 _PLAIN = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)

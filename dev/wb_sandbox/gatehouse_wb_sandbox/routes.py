@@ -10,12 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gatehouse.wb_sandbox import problems
-from gatehouse.wb_sandbox.analytics import funnel, stocks
-from gatehouse.wb_sandbox.calls import Call, Reply
-from gatehouse.wb_sandbox.content import cards
-from gatehouse.wb_sandbox.promotion import adverts, bids, fullstats, min_bids
-from gatehouse.wb_sandbox.statistics import orders, report_detailed, report_legacy, sales
+from gatehouse_wb_sandbox import problems
+from gatehouse_wb_sandbox.analytics import funnel, stocks
+from gatehouse_wb_sandbox.calls import Call, Reply
+from gatehouse_wb_sandbox.content import cards
+from gatehouse_wb_sandbox.promotion import adverts, bids, fullstats, min_bids
+from gatehouse_wb_sandbox.statistics import orders, report_detailed, report_legacy, sales
 
 ErrorBody = Callable[[str, str], dict[str, Any]]
 

@@ -1,8 +1,8 @@
 """WB's documented rate limits and the sandbox's token buckets.
 
-``WB_LIMITS`` (gatehouse.wb.limits) is the one place that holds WB's
-Personal/Service-token limits per bucket; the sandbox serves them and the WB
-client keeps to them, so the two cannot drift apart.
+``WB_LIMITS`` and ``Limit`` (gatehouse.wb.limits) are the one place that holds
+WB's Personal/Service-token limits per bucket; the sandbox serves them and the
+WB client keeps to them, so the two cannot drift apart.
 
 A WB bucket holds ``burst`` tokens and refills one token every
 ``period_ms / limit`` milliseconds; every call takes one token. Buckets are
@@ -19,19 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gatehouse.wb.limits import WB_LIMITS
+from gatehouse.wb.limits import WB_LIMITS, Limit
 
 
-@dataclass(frozen=True)
-class Limit:
-    period_ms: float
-    limit: int
-    burst: int
-
-    @property
-    def rate(self) -> float:
-        """Tokens per second."""
-        return self.limit * 1000 / self.period_ms
+def _rate(lim: Limit) -> float:
+    """Tokens per second."""
+    return lim.limit * 1000 / lim.period_ms
 
 
 def load_limits(time_scale: float = 1.0, path: Path | str | None = None) -> dict[str, Limit]:
@@ -88,7 +81,7 @@ class Buckets:
         lim = self.limits[bucket]
         now = self._clock()
         state = self._buckets.setdefault((seller, bucket), _Bucket(float(lim.burst), now))
-        state.tokens = min(float(lim.burst), state.tokens + (now - state.at) * lim.rate)
+        state.tokens = min(float(lim.burst), state.tokens + (now - state.at) * _rate(lim))
         state.at = now
         return state, lim
 
@@ -102,8 +95,8 @@ class Buckets:
             return Verdict(
                 allowed=allowed,
                 remaining=math.floor(state.tokens),
-                retry_s=0.0 if allowed else (1 - state.tokens) / lim.rate,
-                reset_s=(lim.burst - state.tokens) / lim.rate,
+                retry_s=0.0 if allowed else (1 - state.tokens) / _rate(lim),
+                reset_s=(lim.burst - state.tokens) / _rate(lim),
                 burst=lim.burst,
             )
 

@@ -16,12 +16,12 @@ from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import Any
 
-from gatehouse.wb_sandbox import problems
-from gatehouse.wb_sandbox.calls import Call, Invalid, Reply
-from gatehouse.wb_sandbox.limits import seconds_header
-from gatehouse.wb_sandbox.routes import ROUTES, Route
-from gatehouse.wb_sandbox.state import Sandbox
-from gatehouse.wb_sandbox.tokens import TokenError, seller_of
+from gatehouse_wb_sandbox import problems
+from gatehouse_wb_sandbox.calls import Call, Invalid, Reply
+from gatehouse_wb_sandbox.limits import seconds_header
+from gatehouse_wb_sandbox.routes import ROUTES, Route
+from gatehouse_wb_sandbox.state import Sandbox
+from gatehouse_wb_sandbox.tokens import TokenError, seller_of
 
 # Request fields the log keeps, from the query or the JSON body.
 LOGGED_PARAMS = ("dateFrom", "dateTo", "flag", "rrdId", "limit", "offset", "ids", "beginDate", "endDate")

@@ -2,8 +2,9 @@
 
 Serves the WB endpoints our jobs call on one port, with deterministic data per
 seller (the token's ``sid``), WB's per-seller rate limits, fault switches and a
-request log under ``/__sandbox/``. Standard library only: it runs from either
-image.
+request log under ``/__sandbox/``. Standard library plus the domain package
+(settings, WB's limit table). Development and tests only: it is in neither
+Gatehouse image (compose and the dev overlay run dev/wb_sandbox/Dockerfile).
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from gatehouse.entrypoint import settings_or_exit
-from gatehouse.wb_sandbox import control, gateway, problems
-from gatehouse.wb_sandbox.calls import Reply
-from gatehouse.wb_sandbox.state import Sandbox, SandboxConfig
+from gatehouse_wb_sandbox import control, gateway, problems
+from gatehouse_wb_sandbox.calls import Reply
+from gatehouse_wb_sandbox.state import Sandbox, SandboxConfig
 
-log = logging.getLogger("gatehouse.wb_sandbox")
+log = logging.getLogger("gatehouse_wb_sandbox")
 
 
 class SandboxServer(ThreadingHTTPServer):

@@ -10,8 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from gatehouse.wb_sandbox.calls import Call, Invalid, Reply, body_object, integer, moment
-from gatehouse.wb_sandbox.data import changed_since, report_page
+from gatehouse_wb_sandbox.calls import Call, Invalid, Reply, body_object, integer, moment
+from gatehouse_wb_sandbox.data import changed_since, report_page
 
 REPORT_MAX_LIMIT = 100_000
 

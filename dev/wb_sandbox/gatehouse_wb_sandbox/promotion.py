@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from gatehouse.wb_sandbox.calls import Call, Invalid, Reply, body_object, id_list, integer, moment
-from gatehouse.wb_sandbox.data import Campaign, day_stats, min_bid
+from gatehouse_wb_sandbox.calls import Call, Invalid, Reply, body_object, id_list, integer, moment
+from gatehouse_wb_sandbox.data import Campaign, day_stats, min_bid
 
 ADVERT_IDS_MAX = 50
 BIDS_MAX = 50  # per array of a bids change

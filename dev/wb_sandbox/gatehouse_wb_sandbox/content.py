@@ -6,8 +6,8 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from gatehouse.wb_sandbox.calls import Call, Invalid, Reply, body_object, integer, moment
-from gatehouse.wb_sandbox.data import MSK, Product, utc_time
+from gatehouse_wb_sandbox.calls import Call, Invalid, Reply, body_object, integer, moment
+from gatehouse_wb_sandbox.data import MSK, Product, utc_time
 
 CARDS_MAX_LIMIT = 100
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 
-from gatehouse.wb_sandbox.calls import Reply
-from gatehouse.wb_sandbox.state import Sandbox
+from gatehouse_wb_sandbox.calls import Reply
+from gatehouse_wb_sandbox.state import Sandbox
 
 
 def _config(sandbox: Sandbox) -> dict:

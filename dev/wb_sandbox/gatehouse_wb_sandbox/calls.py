@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from gatehouse.wb_sandbox import problems
-from gatehouse.wb_sandbox.data import MSK, Dataset, dataset
-from gatehouse.wb_sandbox.state import Sandbox
+from gatehouse_wb_sandbox import problems
+from gatehouse_wb_sandbox.data import MSK, Dataset, dataset
+from gatehouse_wb_sandbox.state import Sandbox
 
 
 class Invalid(Exception):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from gatehouse.wb_sandbox.calls import Call, Invalid, Reply, body_object, id_list, integer, moment
-from gatehouse.wb_sandbox.data import Product
+from gatehouse_wb_sandbox.calls import Call, Invalid, Reply, body_object, id_list, integer, moment
+from gatehouse_wb_sandbox.data import Product
 
 STOCKS_MAX_LIMIT = 250_000
 FUNNEL_MAX_LIMIT = 1_000

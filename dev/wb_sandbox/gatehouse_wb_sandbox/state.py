@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 
-from gatehouse.wb_sandbox.data import MSK, DataSpec, moscow_today
-from gatehouse.wb_sandbox.faults import Faults
-from gatehouse.wb_sandbox.limits import Buckets, load_limits
-from gatehouse.wb_sandbox.log import RequestLog
+from gatehouse_wb_sandbox.data import MSK, DataSpec, moscow_today
+from gatehouse_wb_sandbox.faults import Faults
+from gatehouse_wb_sandbox.limits import Buckets, load_limits
+from gatehouse_wb_sandbox.log import RequestLog
 
 
 @dataclass(frozen=True)
