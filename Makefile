@@ -1,5 +1,9 @@
 # Gatehouse: `make run` brings it up, `make test` proves it works.
+# dev/ensure-uv prints uv's path (installing uv with pip if needed) or nothing, with the reason on stderr.
 UV := $(shell dev/ensure-uv)
+ifeq ($(UV),)
+$(error no uv to run (see dev/ensure-uv's message above); install it: https://docs.astral.sh/uv/)
+endif
 
 .PHONY: install run test lint format bench migrate
 

@@ -5,11 +5,17 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import socket
 import sys
+import time
+import uuid
+from datetime import timedelta
 
 import pendulum
 from dramatiq import cli as dramatiq_cli
-from periodiq import Scheduler, print_periodic_actors
+from dramatiq.errors import BrokerConnectionError
+from periodiq import print_periodic_actors
+from redis import RedisError
 
 from gatehouse.entrypoint import prepare_children, settings_or_exit
 from gatehouse.schedules import record_next
@@ -18,6 +24,8 @@ log = logging.getLogger("periodiq")
 SETUP = "gatehouse_worker.wiring:setup"
 # Consumers read WB tokens, so they need the key that decrypts them.
 WORKER_NEEDS = ("database_url", "redis_url", "token_encryption_key")
+# What a Redis outage raises in the scheduler: it waits them out instead of exiting.
+STORE_ERRORS = (RedisError, BrokerConnectionError)
 
 
 def worker() -> None:
@@ -39,37 +47,93 @@ def worker() -> None:
     sys.exit(dramatiq_cli.main())
 
 
-class TickOnceScheduler(Scheduler):
-    """periodiq's scheduler, but each tick is sent once across all schedulers.
+class TickOnceScheduler:
+    """periodiq's cron ticks, sent once across all schedulers, riding out Redis outages.
 
     A Redis lock per (actor, scheduled minute) makes a second scheduler pod —
-    or a restarted one inside the same minute — harmless.
+    or a restarted one inside the same minute — harmless. Redis being down (at
+    start or at a tick) never stops the loop: the tick is owed and sent, one
+    per actor, as soon as Redis answers again (retried every few seconds), and
+    each schedule's next run is published again then, since a restarted Redis
+    may have lost it. One warning per outage, one line when it ends.
     """
 
-    def __init__(self, actors, redis) -> None:
-        super().__init__(actors=actors)
-        self.redis = redis
+    RETRY_S = (1, 2, 5)  # waits between tries while Redis does not answer, then the last one
 
-    def send_actors(self, actors, now) -> None:
-        now_str = str(now)
+    def __init__(self, actors, redis) -> None:
+        self.actors = actors
+        self.redis = redis
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"  # this scheduler's locks
+        self.owed: dict[str, tuple[object, str]] = {}  # actor name -> (actor, minute) not sent yet
+        self.seen: dict[str, str] = {}  # actor name -> latest minute it came due
+        self.failures = 0  # consecutive wakes on which Redis did not answer
+
+    def _owe(self, actor, now) -> None:
         # periodiq's "now" carries seconds, which differ between schedulers: lock the minute.
         minute = now.strftime("%Y-%m-%dT%H:%M")
-        for actor in actors:
-            key = f"gatehouse:tick:{actor.actor_name}:{minute}"
-            if self.redis.set(key, os.getpid(), nx=True, ex=3600):
-                log.info("Scheduling %s for %s (at %s).", actor.actor_name, minute, now_str)
-                actor.send_with_options(scheduled_at=now_str)
-            else:
-                log.info("Tick %s for %s was sent by another scheduler.", actor.actor_name, minute)
+        if self.seen.get(actor.actor_name) != minute:  # a retry wake inside the minute owes nothing new
+            self.seen[actor.actor_name] = minute
+            self.owed[actor.actor_name] = (actor, minute)  # a newer tick replaces an older unsent one
 
-    def schedule(self) -> None:
-        # Publish each schedule's next run (the API shows it without knowing cron).
-        now = pendulum.now()
+    def _send_owed(self, now) -> None:
+        for name, (actor, minute) in list(self.owed.items()):
+            key = f"gatehouse:tick:{name}:{minute}"
+            # Our own lock from a try whose send failed still lets us send.
+            if (
+                self.redis.set(key, self.owner, nx=True, ex=3600)
+                or self.redis.get(key) == self.owner.encode()
+            ):
+                late = "" if now.strftime("%Y-%m-%dT%H:%M") == minute else ", late: Redis was down"
+                log.info("Scheduling %s for %s (at %s%s).", name, minute, now, late)
+                # scheduled_at is the real send time, so a late tick is not dropped as stale by consumers.
+                actor.send_with_options(scheduled_at=str(now))
+            else:
+                log.info("Tick %s for %s was sent by another scheduler.", name, minute)
+            del self.owed[name]
+
+    def _publish_next_runs(self, now) -> None:
+        # Each schedule's next run (the API shows it without knowing cron).
         for actor in self.actors:
             if actor.actor_name.startswith("schedule:"):
                 name = actor.actor_name.removeprefix("schedule:")
                 record_next(self.redis, name, actor.options["periodic"].next_valid_date(now))
-        super().schedule()
+
+    def schedule(self) -> float:
+        """One wake: publish next runs, send what is due or still owed; returns seconds to sleep."""
+        # As periodiq does: a wake just before a minute counts for that minute.
+        now = (pendulum.now() + timedelta(seconds=0.5)).replace(microsecond=0)
+        for actor in self.actors:
+            if actor.options["periodic"].validate(now):
+                self._owe(actor, now)
+        try:
+            self._publish_next_runs(now)
+            self._send_owed(now)
+        except STORE_ERRORS as exc:
+            self.failures += 1
+            retry_s = self.RETRY_S[min(self.failures, len(self.RETRY_S)) - 1]
+            if self.failures == 1:
+                log.warning(
+                    "Redis does not answer (%s: %s); %d tick(s) owed, trying again every %d s or less.",
+                    type(exc).__name__, exc, len(self.owed), self.RETRY_S[-1],
+                )  # fmt: skip
+            else:
+                log.debug("Redis still does not answer (%s).", exc)
+        else:
+            if self.failures:
+                log.info(
+                    "Redis answers again after %d failed tries; ticks and next runs are sent.", self.failures
+                )
+            self.failures = 0
+            retry_s = None
+        next_date = min(
+            (a.options["periodic"].next_valid_date(now) for a in self.actors), default=now.add(hours=1)
+        )
+        delay_s = (next_date - pendulum.now()).total_seconds()
+        return max(0.0, delay_s if retry_s is None else min(delay_s, retry_s))
+
+    def loop(self) -> None:
+        while True:
+            time.sleep(self.schedule())
 
 
 def scheduler() -> None:
@@ -86,7 +150,6 @@ def scheduler() -> None:
     print_periodic_actors(actors)
     ticks = TickOnceScheduler(actors, gh.redis)
     try:
-        ticks.schedule()
         ticks.loop()
     except KeyboardInterrupt:
         pass
