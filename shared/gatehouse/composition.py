@@ -90,8 +90,10 @@ def bootstrap(
 ) -> Gatehouse:
     settings = settings or load_settings()
     engine = engine or make_engine(settings)
+    # Short timeouts (REDIS_TIMEOUT_MS): a Redis that stopped answering fails a call fast.
+    timeout = settings.redis_timeout_ms / 1000
     redis = redis or Redis.from_url(
-        settings.require("redis_url"), socket_timeout=10, socket_connect_timeout=5
+        settings.require("redis_url"), socket_timeout=timeout, socket_connect_timeout=timeout
     )
     broker = RedisBroker(
         client=redis,

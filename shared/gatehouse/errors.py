@@ -46,6 +46,19 @@ class Forbidden(GatehouseError):
     code = "FORBIDDEN"
 
 
+class StoreUnavailable(GatehouseError):
+    """A store did not answer (down, refusing, frozen); the same request may succeed shortly.
+
+    ``store`` names it: ``postgresql`` or ``redis``.
+    """
+
+    code = "STORE_UNAVAILABLE"
+
+    def __init__(self, detail: str, *, store: str, code: str | None = None) -> None:
+        super().__init__(detail, code=code)
+        self.store = store
+
+
 class PermanentJobError(GatehouseError):
     """A job failure that no retry can fix (bad token, bad request): fail at once."""
 

@@ -162,11 +162,36 @@ class Settings(BaseSettings):
         if isinstance(value, SecretStr):
             value = value.get_secret_value()
         if not value:
-            raise ConfigurationError(
-                f"{field.upper()} is not set. Point it at your server, or use `make run`, "
-                "which starts embedded PostgreSQL and Redis under ./var."
+            stores = (
+                "Point it at your server, or use `make run`, which starts embedded "
+                "PostgreSQL and Redis under ./var."
             )
+            what = {
+                "database_url": f"it is the PostgreSQL URL (postgresql://user:password@host:5432/db). {stores}",
+                "redis_url": f"it is the Redis URL (redis://host:6379/0 or unix://…). {stores}",
+                "token_encryption_key": (
+                    "it is the Fernet key that encrypts the sellers' WB tokens at rest "
+                    "(several, comma-separated, to rotate: the first encrypts, all decrypt). "
+                    "Make one with: "
+                    'python -c "from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())"'
+                    " and keep it: tokens stored under a key cannot be read without it "
+                    "(`make run` keeps one in var/token-key)."
+                ),
+                "admin_token": (
+                    "it is the bearer token of the admin API (any long random string). "
+                    'Make one with: python -c "import secrets; print(secrets.token_urlsafe(32))"'
+                ),
+            }.get(field, "")
+            raise ConfigurationError(f"{field.upper()} is not set{': ' + what if what else '.'}")
         return value
+
+    # Redis calls of the producer and the API (socket and connect timeout). The
+    # job row is written before its enqueue, so a Redis that stopped answering
+    # must cost a request this long at most, not a hang: reconciliation enqueues later.
+    redis_timeout_ms: int = 2_000
+    # /readyz waits this long for each store before it reports it down; below the
+    # readiness probe's own timeout (infra/k8s: 3 s), so the probe gets an answer.
+    ready_timeout_ms: int = 1_000
 
 
 def load_settings(**overrides: object) -> Settings:

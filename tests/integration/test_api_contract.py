@@ -161,8 +161,39 @@ def test_unknown_account_and_malformed_ids_are_404(client):
 
 
 def test_wrong_method_and_unknown_path(client):
-    assert_problem(client.simulate_delete("/v1/accounts", headers=ADMIN), 405, "METHOD_NOT_ALLOWED")
+    response = client.simulate_delete("/v1/accounts", headers=ADMIN)
+    assert_problem(response, 405, "METHOD_NOT_ALLOWED")
+    assert response.headers["allow"] == "POST, OPTIONS"
     assert_problem(client.simulate_get("/v2/nothing", headers=ADMIN), 404, "NOT_FOUND")
+
+
+@pytest.mark.filterwarnings("ignore:Unknown REQUEST_METHOD")  # wsgiref's validator, not the app
+def test_an_unknown_method_is_405_like_a_missing_one(client):
+    response = client.simulate_request("FOO", f"/v1/jobs/{uuid.uuid4()}", headers=ADMIN)
+    assert_problem(response, 405, "METHOD_NOT_ALLOWED")
+    assert response.headers["allow"] == "GET, HEAD, OPTIONS"
+    # Authentication first, as for any other method.
+    assert_problem(client.simulate_request("FOO", "/v1/accounts"), 401, "UNAUTHORIZED")
+    assert_problem(client.simulate_request("FOO", "/v2/nothing", headers=ADMIN), 404, "NOT_FOUND")
+
+
+def test_head_answers_like_get_without_a_body(client):
+    account = create_account(client)
+    get = client.simulate_get(f"/v1/accounts/{account}", headers=ADMIN)
+    head = client.simulate_head(f"/v1/accounts/{account}", headers=ADMIN)
+    assert head.status_code == get.status_code == 200
+    assert head.content == b"" and head.headers["content-length"] == str(len(get.content))
+    assert client.simulate_head(f"/v1/accounts/{uuid.uuid4()}", headers=ADMIN).status_code == 404
+    assert client.simulate_head("/healthz").status_code == 200
+
+
+@pytest.mark.parametrize("depth", [300, 10_000])
+def test_a_deeply_nested_body_is_invalid_json(client, depth):
+    body = '{"a":' * depth + "1" + "}" * depth
+    response = client.simulate_post(
+        "/v1/accounts", body=body, headers={**ADMIN, "Content-Type": "application/json"}
+    )
+    assert_problem(response, 400, "INVALID_JSON")
 
 
 # -- creating jobs ---------------------------------------------------------------------
@@ -235,6 +266,36 @@ def test_import_is_accepted_while_redis_is_down(gh, settings):
     offline.close()
 
 
+def assert_store_unavailable(response, store: str) -> None:
+    body = assert_problem(response, 503, "STORE_UNAVAILABLE")
+    assert body["store"] == store
+    assert int(response.headers["retry-after"]) > 0
+
+
+def test_redis_down_is_503_on_the_admin_views_that_need_it(gh, settings):
+    offline = bootstrap(settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"}))
+    client = testing.TestClient(create_app(offline))
+    account = create_account(client)
+
+    assert_store_unavailable(client.simulate_get("/v1/admin/schedules", headers=ADMIN), "redis")
+    assert_store_unavailable(client.simulate_post("/v1/admin/schedules/rnp-ads/run", headers=ADMIN), "redis")
+    assert_store_unavailable(
+        client.simulate_get(f"/v1/admin/accounts/{account}/gate", headers=ADMIN), "redis"
+    )
+    offline.close()
+
+
+def test_postgresql_down_is_503(gh, settings):
+    closed = f"postgresql://postgres@127.0.0.1:{free_port()}/postgres"
+    offline = bootstrap(settings.model_copy(update={"database_url": closed}))
+    client = testing.TestClient(create_app(offline))
+
+    response = client.simulate_post("/v1/accounts", json={"name": "x", "wbToken": "t"}, headers=ADMIN)
+    assert_store_unavailable(response, "postgresql")
+    assert_store_unavailable(client.simulate_get(f"/v1/accounts/{uuid.uuid4()}", headers=ADMIN), "postgresql")
+    offline.close()
+
+
 # -- reading jobs ----------------------------------------------------------------------
 
 
@@ -287,6 +348,7 @@ def test_list_jobs_pages_newest_first_and_filters(client, gh, sql):
 @pytest.mark.parametrize(
     ("params", "field"),
     [({"limit": "0"}, "limit"), ({"limit": "abc"}, "limit"), ({"limit": "201"}, "limit"),
+     ({"limit": "\u00b2"}, "limit"), ({"limit": "\u0663"}, "limit"), ({"limit": "1" * 5000}, "limit"),
      ({"state": "pending"}, "state"), ({"type": "nope"}, "type"), ({"cursor": "???"}, "cursor")],
 )  # fmt: skip
 def test_bad_list_parameters_are_422(client, params, field):
@@ -303,3 +365,6 @@ def test_openapi_document_is_public_and_covers_every_route(client):
         "/v1/accounts/{accountId}/digitization/imports", "/v1/accounts/{accountId}/autobidder/sync",
         "/v1/accounts/{accountId}/jobs", "/v1/jobs/{jobId}",
     }  # fmt: skip
+    for path in (p for p in document["paths"] if p.startswith("/v1/")):
+        for operation in document["paths"][path].values():
+            assert "503" in operation["responses"], path

@@ -12,6 +12,7 @@ from gatehouse.composition import Gatehouse, bootstrap
 from gatehouse.settings import Settings, load_settings
 from gatehouse_api import errors
 from gatehouse_api.auth import Authenticate
+from gatehouse_api.methods import UnknownMethods, with_head
 from gatehouse_api.openapi import OpenApi
 from gatehouse_api.resources import accounts, admin, jobs
 from gatehouse_api.resources.health import Health, Metrics, Ready
@@ -20,22 +21,26 @@ log = logging.getLogger(__name__)
 
 
 def create_app(gh: Gatehouse) -> falcon.App:
-    app = falcon.App(middleware=[Authenticate(gh.accounts)])
+    app = falcon.App(middleware=[Authenticate(gh.accounts), UnknownMethods()])
     errors.install(app)
-    app.add_route("/healthz", Health())
-    app.add_route("/readyz", Ready(gh))
-    app.add_route("/metrics", Metrics(gh.settings.prometheus_multiproc_dir))
-    app.add_route("/openapi.json", OpenApi())
-    app.add_route("/v1/accounts", accounts.Accounts(gh))
-    app.add_route("/v1/accounts/{account_id:uuid}", accounts.Account(gh))
-    app.add_route("/v1/accounts/{account_id:uuid}/keys", accounts.AccountKeys(gh))
-    app.add_route("/v1/accounts/{account_id:uuid}/digitization/imports", jobs.DigitizationImports(gh))
-    app.add_route("/v1/accounts/{account_id:uuid}/autobidder/sync", jobs.AutobidderSync(gh))
-    app.add_route("/v1/accounts/{account_id:uuid}/jobs", jobs.AccountJobs(gh))
-    app.add_route("/v1/jobs/{job_id:uuid}", jobs.JobStatus(gh))
-    app.add_route("/v1/admin/accounts/{account_id:uuid}/gate", admin.AccountGate(gh))
-    app.add_route("/v1/admin/schedules", admin.Schedules(gh))
-    app.add_route("/v1/admin/schedules/{name}/run", admin.RunSchedule(gh))
+    routes = {
+        "/healthz": Health(),
+        "/readyz": Ready(gh),
+        "/metrics": Metrics(gh.settings.prometheus_multiproc_dir),
+        "/openapi.json": OpenApi(),
+        "/v1/accounts": accounts.Accounts(gh),
+        "/v1/accounts/{account_id:uuid}": accounts.Account(gh),
+        "/v1/accounts/{account_id:uuid}/keys": accounts.AccountKeys(gh),
+        "/v1/accounts/{account_id:uuid}/digitization/imports": jobs.DigitizationImports(gh),
+        "/v1/accounts/{account_id:uuid}/autobidder/sync": jobs.AutobidderSync(gh),
+        "/v1/accounts/{account_id:uuid}/jobs": jobs.AccountJobs(gh),
+        "/v1/jobs/{job_id:uuid}": jobs.JobStatus(gh),
+        "/v1/admin/accounts/{account_id:uuid}/gate": admin.AccountGate(gh),
+        "/v1/admin/schedules": admin.Schedules(gh),
+        "/v1/admin/schedules/{name}/run": admin.RunSchedule(gh),
+    }
+    for path, resource in routes.items():
+        app.add_route(path, with_head(resource))
     return app
 
 

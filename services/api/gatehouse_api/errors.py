@@ -8,12 +8,17 @@ from http import HTTPStatus
 from typing import Any
 
 import falcon
+import psycopg
+import redis
+import sqlalchemy.exc
+from psycopg_pool import PoolTimeout
 
 from gatehouse.errors import (
     ConfigurationError,
     Forbidden,
     GatehouseError,
     NotFound,
+    StoreUnavailable,
     Unauthorized,
     ValidationFailed,
 )
@@ -26,8 +31,15 @@ STATUS_OF: dict[type[GatehouseError], int] = {
     NotFound: 404,
     Unauthorized: 401,
     Forbidden: 403,
+    StoreUnavailable: 503,
     ConfigurationError: 500,
 }
+# A client that met a store outage (503 STORE_UNAVAILABLE) may try again after this many seconds.
+RETRY_AFTER_S = 5
+STORE_NAMES = {"postgresql": "PostgreSQL", "redis": "Redis"}
+# What the store clients raise when their server is down, refusing or not answering in time.
+REDIS_OUTAGES = (redis.ConnectionError, redis.TimeoutError)
+POSTGRESQL_OUTAGES = (psycopg.OperationalError, PoolTimeout, sqlalchemy.exc.TimeoutError)
 # Codes for errors Falcon raises itself (routing, media parsing, size limits).
 CODE_OF_STATUS = {
     400: "BAD_REQUEST",
@@ -62,9 +74,51 @@ def send_problem(
 
 def handle_domain(req: falcon.Request, resp: falcon.Response, exc: GatehouseError, params: Any) -> None:
     status = next((s for cls, s in STATUS_OF.items() if isinstance(exc, cls)), 500)
-    extra = {"field": exc.field} if isinstance(exc, ValidationFailed) else {}
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    extra: dict[str, Any] = {}
+    headers: dict[str, str] | None = None
+    if isinstance(exc, ValidationFailed):
+        extra["field"] = exc.field
+    elif isinstance(exc, StoreUnavailable):
+        extra["store"] = exc.store
+        headers = {"Retry-After": str(RETRY_AFTER_S)}
+    if status == 401:
+        headers = {"WWW-Authenticate": "Bearer"}
     send_problem(resp, status, problem(status, exc.code, exc.detail, **extra), headers)
+
+
+def store_outage(exc: BaseException) -> StoreUnavailable | None:
+    """The outage a store client's exception means, or None when it is not one (a bug, a bad query)."""
+    if isinstance(exc, StoreUnavailable):
+        return exc
+    if isinstance(exc, REDIS_OUTAGES):
+        store = "redis"
+    elif isinstance(exc, POSTGRESQL_OUTAGES) or (
+        # SQLAlchemy wraps the driver's error: OperationalError (connection refused,
+        # server gone, …) or any error that invalidated the connection.
+        isinstance(exc, sqlalchemy.exc.DBAPIError)
+        and (
+            isinstance(exc, sqlalchemy.exc.OperationalError)
+            or exc.connection_invalidated
+            or isinstance(exc.orig, psycopg.OperationalError)
+        )
+    ):
+        store = "postgresql"
+    else:
+        return None
+    return StoreUnavailable(
+        f"{STORE_NAMES[store]} is not answering ({type(exc).__name__}); try again in {RETRY_AFTER_S} s",
+        store=store,
+    )
+
+
+def handle_store(req: falcon.Request, resp: falcon.Response, exc: Exception, params: Any) -> None:
+    outage = store_outage(exc)
+    if outage is None:
+        handle_unexpected(req, resp, exc, params)
+        return
+    # Expected during an outage: one line, no traceback.
+    log.warning("%s %s: %s unavailable: %s: %s", req.method, req.path, outage.store, type(exc).__name__, exc)
+    handle_domain(req, resp, outage, params)
 
 
 def handle_http(req: falcon.Request, resp: falcon.Response, exc: falcon.HTTPError, params: Any) -> None:
@@ -86,3 +140,5 @@ def install(app: falcon.App) -> None:
     app.add_error_handler(Exception, handle_unexpected)
     app.add_error_handler(falcon.HTTPError, handle_http)
     app.add_error_handler(GatehouseError, handle_domain)
+    for outage in (*REDIS_OUTAGES, *POSTGRESQL_OUTAGES, sqlalchemy.exc.DBAPIError):
+        app.add_error_handler(outage, handle_store)

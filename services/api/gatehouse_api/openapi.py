@@ -19,6 +19,7 @@ ERRORS = {
     413: "body too large",
     415: "body is not application/json",
     422: "a field breaks a rule; `field` names it",
+    503: "a store is not answering (`code` STORE_UNAVAILABLE, `store` names it); retry after `Retry-After` seconds",
 }
 
 
@@ -47,6 +48,8 @@ class Document:
         if model is not None:
             responses[str(status)]["content"] = {"application/json": {"schema": self.ref(model)}}
         problem = self.ref(s.Problem)
+        if not public:  # every authenticated operation reads a store
+            errors = (*errors, 503)
         for code in errors:
             responses[str(code)] = {"description": ERRORS[code], "content": {PROBLEM: {"schema": problem}}}
         op: dict[str, Any] = {"summary": summary, "responses": responses}

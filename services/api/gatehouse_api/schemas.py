@@ -126,3 +126,6 @@ class Problem(BaseModel):
     detail: str
     code: str
     field: str | None = None
+    store: Literal["postgresql", "redis"] | None = Field(
+        default=None, description="with STORE_UNAVAILABLE: the store that is not answering"
+    )

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
+
 import falcon
 
 from gatehouse import metrics
@@ -19,22 +23,55 @@ class Health:
         resp.media = {"status": "ok"}
 
 
+class Probe:
+    """One store check on a daemon thread, so a store that stopped answering cannot hang /readyz.
+
+    At most one check per store runs at a time: a request that finds the last
+    one still waiting waits for that one, never starts another (no thread pile-up).
+    """
+
+    def __init__(self, check: Callable[[], object]) -> None:
+        self.check = check
+        self.lock = threading.Lock()
+        self.running: threading.Thread | None = None
+        self.outcome: str = "down: not checked yet"
+
+    def start(self) -> threading.Thread:
+        with self.lock:
+            if self.running is None or not self.running.is_alive():
+                self.running = threading.Thread(target=self._run, name="readyz-probe", daemon=True)
+                self.running.start()
+            return self.running
+
+    def _run(self) -> None:
+        try:
+            self.check()
+            self.outcome = "ok"
+        except Exception as exc:
+            self.outcome = f"down: {type(exc).__name__}"
+
+
 class Ready:
-    """Ready: PostgreSQL and Redis both answer; otherwise 503 naming what is down."""
+    """Ready: PostgreSQL and Redis both answer (within READY_TIMEOUT_MS); otherwise 503 naming what is down."""
 
     public = True
 
     def __init__(self, gh: Gatehouse) -> None:
         self.gh = gh
+        self.timeout = gh.settings.ready_timeout_ms / 1000
+        self.probes = {"postgresql": Probe(lambda: ping(gh.engine)), "redis": Probe(gh.redis.ping)}
 
     def _checks(self) -> dict[str, str]:
+        # Both stores are checked at once, against one deadline.
+        started = {name: probe.start() for name, probe in self.probes.items()}
+        deadline = time.monotonic() + self.timeout
         checks = {}
-        for name, probe in (("postgresql", lambda: ping(self.gh.engine)), ("redis", self.gh.redis.ping)):
-            try:
-                probe()
-                checks[name] = "ok"
-            except Exception as exc:
-                checks[name] = f"down: {type(exc).__name__}"
+        for name, thread in started.items():
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                checks[name] = f"down: no answer within {self.gh.settings.ready_timeout_ms} ms"
+            else:
+                checks[name] = self.probes[name].outcome
         return checks
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:

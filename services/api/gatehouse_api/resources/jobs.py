@@ -127,6 +127,8 @@ class AccountJobs:
 def _limit(raw: str | None) -> int:
     if raw is None or raw == "":
         return 50
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE:
+    # ASCII digits only (str.isdigit() also takes "²" or "٣", which int() refuses or reads),
+    # and few of them (int() refuses thousands of digits).
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 10) or not 1 <= int(raw) <= MAX_PAGE:
         raise ValidationFailed(f"limit must be an integer from 1 to {MAX_PAGE}", field="limit")
     return int(raw)
