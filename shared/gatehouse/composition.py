@@ -26,8 +26,8 @@ from gatehouse.db import make_engine
 from gatehouse.dispatch import Dispatcher
 from gatehouse.gate import RedisGate
 from gatehouse.job_types import JobType
-from gatehouse.jobs import JobStore
-from gatehouse.models import Job
+from gatehouse.jobs import JobRecord, JobStore
+from gatehouse.jobs import pool as job_pool
 from gatehouse.settings import Settings, load_settings
 from gatehouse.wb.limits import Limit, client_limits
 
@@ -49,7 +49,7 @@ class Gatehouse:
 
     def submit(
         self, job_type: JobType, *, account_id: uuid.UUID | None, payload: dict[str, Any] | None = None
-    ) -> tuple[Job, bool]:
+    ) -> tuple[JobRecord, bool]:
         """Producer path: write the row, then enqueue. Returns ``(job, created)``.
 
         The row comes first, so an accepted job is never lost: if Redis is down
@@ -60,7 +60,7 @@ class Gatehouse:
             queue=job_type.queue,
             tier=job_type.tier,
             account_id=account_id,
-            max_attempts=self.settings.retry_max_attempts if job_type.retries else 1,
+            max_attempts=job_type.retry.attempts,
             payload=payload,
         )
         if created:
@@ -75,6 +75,7 @@ class Gatehouse:
     def close(self) -> None:
         self.broker.close()
         self.redis.close()
+        self.jobs.close()
         self.engine.dispose()
 
 
@@ -109,7 +110,7 @@ def bootstrap(
         engine=engine,
         redis=redis,
         broker=broker,
-        jobs=JobStore(engine),
+        jobs=JobStore(job_pool(settings.libpq_url, size=2 * settings.db_pool_size, timeout_s=5)),
         dispatcher=Dispatcher(broker),
         accounts=Accounts(
             engine,

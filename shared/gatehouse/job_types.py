@@ -1,25 +1,74 @@
-"""The job types: what a producer needs to enqueue one without importing worker code.
+"""The job types: every kind of queued work is a declaration here plus a body in the worker.
 
-A job type's name is also its Dramatiq actor name. ``gate`` is the one-line
-opt-in to the per-account gate; ``retries`` says the type runs
-RETRY_MAX_ATTEMPTS attempts on the exponential ladder instead of one.
+A job type names its Dramatiq actor and queue, its tier, its retry policy and,
+when it is WB-heavy, its gate spec (the one-line opt-in to the per-account
+gate). A producer needs nothing else to enqueue one, and the worker's runtime
+needs nothing else to run it: a new kind of work is a declaration and a body,
+never a new code path.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-USER_QUEUE = "wb-user"
+from gatehouse.gate.vocabulary import USER_GATE, GateSpec, Tier
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How many attempts a job gets and how long it waits before each retry.
+
+    Either exponential from ``base_ms`` (BullMQ's ladder: base · 2^(n-1) after
+    attempt n, no jitter) or an explicit list ``delays_ms`` (the delay after
+    attempt n is ``delays_ms[n-1]``). The runtime scales every delay by
+    RETRY_DELAY_SCALE, so tests run the production schedules in milliseconds.
+    """
+
+    attempts: int = 1
+    base_ms: int | None = None
+    delays_ms: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError("a job has at least one attempt")
+        if self.attempts > 1 and (self.base_ms is None) == (not self.delays_ms):
+            raise ValueError("a retrying policy has either base_ms or delays_ms")
+        if self.delays_ms and len(self.delays_ms) != self.attempts - 1:
+            raise ValueError(
+                f"{self.attempts} attempts need {self.attempts - 1} delays, got {self.delays_ms}"
+            )
+
+    @classmethod
+    def exponential(cls, attempts: int, base_ms: int) -> RetryPolicy:
+        return cls(attempts=attempts, base_ms=base_ms)
+
+    @classmethod
+    def schedule(cls, *delays_ms: int) -> RetryPolicy:
+        return cls(attempts=len(delays_ms) + 1, delays_ms=tuple(delays_ms))
+
+    def delay_ms(self, failed_attempt: int) -> int:
+        """The unscaled wait before the attempt that follows ``failed_attempt``."""
+        if not 1 <= failed_attempt < self.attempts:
+            raise ValueError(f"attempt {failed_attempt} of {self.attempts} has no retry")
+        if self.delays_ms:
+            return self.delays_ms[failed_attempt - 1]
+        return self.base_ms * 2 ** (failed_attempt - 1)
+
+
+ONCE = RetryPolicy()
 
 
 @dataclass(frozen=True)
 class JobType:
     name: str
     queue: str
-    tier: str = "user"
-    retries: bool = False
-    gate: dict[str, Any] | None = field(default=None)
+    tier: Tier = "user"
+    retry: RetryPolicy = ONCE
+    gate: GateSpec | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        if self.gate is not None and self.gate.tier != self.tier:
+            raise ValueError(f"{self.name}: its gate tier {self.gate.tier!r} is not its tier {self.tier!r}")
 
 
 REGISTRY: dict[str, JobType] = {}
@@ -32,29 +81,37 @@ def register(job_type: JobType) -> JobType:
     return job_type
 
 
-# User jobs: started by an API call, retried on the 60 s ladder, one per account at a time.
-USER_GATE = {"tier": "user"}
-IMPORT_USER_FEEDS = register(JobType("import-user-feeds", queue=USER_QUEUE, retries=True, gate=USER_GATE))
-IMPORT_USER_REPORT = register(JobType("import-user-report", queue=USER_QUEUE, retries=True, gate=USER_GATE))
-AUTOBIDDER_SYNC_USER = register(
-    JobType("autobidder-sync-user", queue=USER_QUEUE, retries=True, gate=USER_GATE)
-)
+MINUTE = 60_000
+
+# User jobs: started by an API call, one per account at a time, 5 attempts on the
+# 60 s ladder (60, 120, 240, 480 s) — longer than WB's minute windows (ADR-0057).
+USER_QUEUE = "wb-user"
+WB_USER_RETRY = RetryPolicy.exponential(attempts=5, base_ms=MINUTE)
+
+
+def _user(name: str) -> JobType:
+    return register(JobType(name, queue=USER_QUEUE, retry=WB_USER_RETRY, gate=USER_GATE))
+
+
+IMPORT_USER_FEEDS = _user("import-user-feeds")
+IMPORT_USER_REPORT = _user("import-user-report")
+AUTOBIDDER_SYNC_USER = _user("autobidder-sync-user")
 IMPORT_KINDS = {"feeds": IMPORT_USER_FEEDS, "report": IMPORT_USER_REPORT}
 
 # Scheduled jobs: one per active account from a fan-out tick; one attempt (the
-# next tick is the retry); gated ones skip after their max wait.
+# next tick is the retry); gated ones skip after their max wait (a schedule may
+# override it for its ticks).
 SCHEDULED_QUEUE = "wb-scheduled"
 
 
 def _scheduled(name: str, max_wait_ms: int | None) -> JobType:
-    gate = {"tier": "scheduled", "max_wait_ms": max_wait_ms} if max_wait_ms is not None else None
+    gate = GateSpec("scheduled", max_wait_ms) if max_wait_ms is not None else None
     return register(JobType(name, queue=SCHEDULED_QUEUE, tier="scheduled", gate=gate))
 
 
-MINUTE = 60_000
-SYNC_INCREMENTAL = _scheduled("digitization:sync-account", 30 * MINUTE)
+SYNC_INCREMENTAL = _scheduled("digitization:sync-account", 30 * MINUTE)  # = its interval
 SYNC_BACKFILL = _scheduled("digitization:sync-account-backfill", 180 * MINUTE)
-RNP_ADS = _scheduled("rnp:ads-sync-account", 5 * MINUTE)
+RNP_ADS = _scheduled("rnp:ads-sync-account", 5 * MINUTE)  # its cadence
 RNP_FINANCE = _scheduled("rnp:finance-sync-account", 360 * MINUTE)
 # Other WB buckets: not gated (opting in is one line: a max wait here).
 INVENTORY_SYNC = _scheduled("inventory-sync", None)

@@ -1,29 +1,39 @@
-"""The job store: every state change of a job row is one conditional UPDATE here.
+"""The job store: every state change of a job row is one conditional statement here.
 
 The conditions are the concurrency story:
 
 - create: INSERT … ON CONFLICT on the unique partial index of live jobs, so
   concurrent identical requests produce one row (alreadyRunning for the rest);
-- claim: waiting|delayed → active only for the message's ``delivery``, or an
-  active row whose lease ran out (its worker died); it bumps ``claims``;
+- claim: waiting|delayed → active only for the message's ``delivery``; it
+  bumps ``claims`` and names the claiming worker process;
 - every later write of a run is fenced by ``claims`` and ``state = 'active'``,
-  so a worker that lost its row to a redelivery cannot overwrite it.
+  so a worker that lost its row cannot overwrite it;
+- requeue: an active row whose worker is dead or whose lease ran out goes
+  back to ``waiting`` under a new delivery (the dead run's message is stale).
+
+This is the hot path of every job, so it is plain SQL run by psycopg on a
+pool of autocommit connections: each statement is one round trip, prepared by
+the server after its first uses, and rows come back as ``JobRecord``
+dataclasses without a model layer in between. The table itself is declared
+once, in ``gatehouse.models`` (migrations and the tests check they agree).
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import uuid
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
-from sqlalchemy import Engine, and_, func, or_, select, text, tuple_, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from psycopg import Cursor
+from psycopg.rows import class_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
 
-from gatehouse.models import ACTIVE, COMPLETED, DELAYED, FAILED, LIVE_STATES, WAITING, Job
-
-T = Job.__table__
-C = T.c
+T = TypeVar("T")
 
 
 def utcnow() -> datetime:
@@ -32,6 +42,41 @@ def utcnow() -> datetime:
 
 def ms_to_datetime(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, UTC)
+
+
+def datetime_to_ms(at: datetime) -> int:
+    return int(at.timestamp() * 1000)
+
+
+@dataclass
+class JobRecord:
+    """One row of ``jobs`` (the columns of gatehouse.models.Job)."""
+
+    id: uuid.UUID
+    type: str
+    queue: str
+    account_id: uuid.UUID | None
+    tier: str
+    state: str
+    delivery: int
+    claims: int
+    attempt: int
+    max_attempts: int
+    progress: dict[str, Any] | None
+    payload: dict[str, Any]
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+    checkpoint: dict[str, Any] | None
+    resume_at: datetime | None
+    lease_until: datetime | None
+    worker: str | None
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+COLUMNS = ", ".join(f.name for f in fields(JobRecord))
 
 
 @dataclass(frozen=True)
@@ -49,7 +94,7 @@ class Delivery:
 class Claim:
     """A claimed run: the row as claimed and the fencing token for later writes."""
 
-    job: Job
+    job: JobRecord
     claims: int
 
     @property
@@ -58,7 +103,7 @@ class Claim:
 
     @property
     def key(self) -> tuple[uuid.UUID, int]:
-        """Identifies this run of the job (a redelivery after a lost lease is another run)."""
+        """Identifies this run of the job (a run after a requeue is another run)."""
         return (self.job.id, self.claims)
 
 
@@ -66,12 +111,109 @@ def _delivery(row: Any, eta_ms: int | None = None) -> Delivery:
     return Delivery(row.id, row.queue, row.type, row.delivery, eta_ms)
 
 
+@dataclass(frozen=True)
+class _Moved:
+    id: uuid.UUID
+    queue: str
+    type: str
+    delivery: int
+    resume_at: datetime | None
+
+
+def _json(value: Any) -> Jsonb | None:
+    return None if value is None else Jsonb(value)
+
+
+# Literally the predicate of the partial index jobs_one_live_per_account_type (models.LIVE_STATES),
+# so PostgreSQL matches ON CONFLICT to that index.
+_LIVE = "state IN ('waiting', 'active', 'delayed')"
+_FENCE = "id = %(id)s AND claims = %(claims)s AND state = 'active'"
+_LEASE = "now() + %(lease_ms)s * interval '1 millisecond'"
+
+SQL_CREATE = f"""
+INSERT INTO jobs (id, type, queue, tier, account_id, max_attempts, payload)
+VALUES (%(id)s, %(type)s, %(queue)s, %(tier)s, %(account_id)s, %(max_attempts)s, %(payload)s)
+ON CONFLICT (account_id, type) WHERE {_LIVE} DO NOTHING
+RETURNING {COLUMNS}"""
+SQL_LIVE = f"SELECT {COLUMNS} FROM jobs WHERE account_id = %(account_id)s AND type = %(type)s AND {_LIVE}"
+SQL_GET = f"SELECT {COLUMNS} FROM jobs WHERE id = %(id)s"
+# The claim; with a progress it also records the start (one statement for jobs without admission).
+SQL_CLAIM = f"""
+UPDATE jobs SET state = 'active', claims = claims + 1, worker = %(worker)s, lease_until = {_LEASE},
+  progress = coalesce(%(progress)s, progress),
+  started_at = CASE WHEN %(progress)s::jsonb IS NULL THEN started_at ELSE coalesce(started_at, now()) END,
+  updated_at = now()
+WHERE id = %(id)s AND delivery = %(delivery)s AND state IN ('waiting', 'delayed')
+RETURNING {COLUMNS}"""
+SQL_START = f"""
+UPDATE jobs SET progress = %(progress)s, started_at = coalesce(started_at, now()), updated_at = now()
+WHERE {_FENCE} RETURNING id"""
+SQL_CHECKPOINT = (
+    f"UPDATE jobs SET checkpoint = %(checkpoint)s, updated_at = now() WHERE {_FENCE} RETURNING id"
+)
+SQL_FINISH = f"""
+UPDATE jobs SET state = %(state)s, result = %(result)s, error = coalesce(%(error)s, error),
+  progress = %(progress)s, resume_at = NULL, lease_until = NULL, worker = NULL,
+  finished_at = now(), updated_at = now()
+WHERE {_FENCE} RETURNING id"""
+SQL_RESCHEDULE = f"""
+UPDATE jobs SET state = 'delayed', delivery = delivery + 1, attempt = attempt + %(attempts_used)s,
+  resume_at = %(resume_at)s, progress = %(progress)s, error = coalesce(%(error)s, error),
+  lease_until = NULL, worker = NULL, updated_at = now()
+WHERE {_FENCE} RETURNING id, queue, type, delivery, resume_at"""
+SQL_RENEW = f"""
+UPDATE jobs SET lease_until = {_LEASE}
+FROM unnest(%(ids)s::uuid[], %(claims)s::int[]) AS held(id, claims)
+WHERE jobs.id = held.id AND jobs.claims = held.claims AND jobs.state = 'active'
+RETURNING jobs.id, jobs.claims"""
+SQL_WAKE = """
+UPDATE jobs SET delivery = delivery + 1, resume_at = now(),
+  progress = jsonb_set(progress, '{resumeAt}', to_jsonb(%(now)s::text)), updated_at = now()
+WHERE id = %(id)s AND state = 'delayed' AND progress->>'phase' = %(phase)s
+RETURNING id, queue, type, delivery, resume_at"""
+SQL_RUNNING_WORKERS = "SELECT DISTINCT worker FROM jobs WHERE state = 'active' AND worker IS NOT NULL"
+# Back in line: the runs of dead workers, and runs whose lease ran out (whoever held them).
+SQL_REQUEUE = """
+UPDATE jobs SET state = 'waiting', delivery = delivery + 1, lease_until = NULL, worker = NULL,
+  updated_at = now()
+WHERE state = 'active' AND (worker = ANY(%(dead)s) OR lease_until < now())
+RETURNING id, queue, type, delivery, resume_at"""
+SQL_SETTLED = """
+SELECT id, queue, type, delivery, resume_at FROM jobs
+WHERE state IN ('waiting', 'delayed') AND updated_at < now() - %(grace_ms)s * interval '1 millisecond'
+ORDER BY created_at"""
+
+
 class JobStore:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        # Every operation here is one statement: run it in autocommit, one round trip
-        # instead of three (BEGIN, statement, COMMIT).
-        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+    """The job rows, on a pool of its own (see ``pool``); it opens on first use, so a
+    process that forks (gunicorn, the dramatiq CLI) never hands a live pool to a child."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self.pool = pool
+        self._opening = threading.Lock()
+        self._opened = False
+
+    @contextlib.contextmanager
+    def _cursor(self, row: Callable[..., T]) -> Iterator[Cursor[T]]:
+        if not self._opened:
+            with self._opening:
+                if not self._opened:
+                    self.pool.open()
+                    self._opened = True
+        with self.pool.connection() as conn, conn.cursor(row_factory=class_row(row)) as cur:
+            yield cur
+
+    def _one(self, sql: str, params: dict[str, Any], row: Callable[..., T]) -> T | None:
+        with self._cursor(row) as cur:
+            return cur.execute(sql, params).fetchone()
+
+    def _all(self, sql: str, params: dict[str, Any], row: Callable[..., T]) -> list[T]:
+        with self._cursor(row) as cur:
+            return cur.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        self._opened = True  # never reopen
+        self.pool.close()
 
     # -- producer side -------------------------------------------------------------
 
@@ -84,48 +226,34 @@ class JobStore:
         account_id: uuid.UUID | None,
         max_attempts: int,
         payload: dict[str, Any] | None = None,
-    ) -> tuple[Job, bool]:
+    ) -> tuple[JobRecord, bool]:
         """Insert a waiting job, or return the live job of (account, type).
 
         Returns ``(job, created)``; ``created`` is False when another live job
         of the same account and type already exists (alreadyRunning).
         """
-        insert = (
-            pg_insert(T)
-            .values(
-                id=uuid.uuid4(),
-                type=type,
-                queue=queue,
-                tier=tier,
-                account_id=account_id,
-                max_attempts=max_attempts,
-                payload=payload or {},
-                state=WAITING,
-            )
-            .on_conflict_do_nothing(
-                index_elements=["account_id", "type"],
-                # A literal predicate: PostgreSQL matches it to the partial index's own.
-                index_where=text(f"state IN {LIVE_STATES}"),
-            )
-            .returning(T)
+        params = dict(
+            id=uuid.uuid4(),
+            type=type,
+            queue=queue,
+            tier=tier,
+            account_id=account_id,
+            max_attempts=max_attempts,
+            payload=Jsonb(payload or {}),
         )
-        live = select(T).where(C.account_id == account_id, C.type == type, C.state.in_(LIVE_STATES))
         # The live job can finish between the conflicting insert and the read;
         # then the next insert succeeds.
         for _ in range(5):
-            with self._autocommit.connect() as conn:
-                row = conn.execute(insert).first()
-                if row is not None:
-                    return Job.model_validate(row._mapping), True
-                row = conn.execute(live).first()
-                if row is not None:
-                    return Job.model_validate(row._mapping), False
+            row = self._one(SQL_CREATE, params, JobRecord)
+            if row is not None:
+                return row, True
+            row = self._one(SQL_LIVE, params, JobRecord)
+            if row is not None:
+                return row, False
         raise RuntimeError(f"could not create or find a live {type} job for account {account_id}")
 
-    def get(self, job_id: uuid.UUID) -> Job | None:
-        with self._autocommit.connect() as conn:
-            row = conn.execute(select(T).where(C.id == job_id)).first()
-        return Job.model_validate(row._mapping) if row else None
+    def get(self, job_id: uuid.UUID) -> JobRecord | None:
+        return self._one(SQL_GET, {"id": job_id}, JobRecord)
 
     def list_for_account(
         self,
@@ -135,90 +263,76 @@ class JobStore:
         type: str | None = None,
         limit: int = 50,
         before: tuple[datetime, uuid.UUID] | None = None,
-    ) -> list[Job]:
+    ) -> list[JobRecord]:
         """Newest first; ``before`` is the (created_at, id) of the last job of the previous page."""
-        stmt = select(T).where(C.account_id == account_id)
+        where, params = ["account_id = %(account_id)s"], {"account_id": account_id, "limit": limit}
         if state:
-            stmt = stmt.where(C.state == state)
+            where.append("state = %(state)s")
+            params["state"] = state
         if type:
-            stmt = stmt.where(C.type == type)
+            where.append("type = %(type)s")
+            params["type"] = type
         if before:
-            stmt = stmt.where(tuple_(C.created_at, C.id) < tuple_(*before))
-        stmt = stmt.order_by(C.created_at.desc(), C.id.desc()).limit(limit)
-        with self._autocommit.connect() as conn:
-            return [Job.model_validate(r._mapping) for r in conn.execute(stmt)]
+            where.append("(created_at, id) < (%(before_at)s, %(before_id)s)")
+            params.update(before_at=before[0], before_id=before[1])
+        sql = (
+            f"SELECT {COLUMNS} FROM jobs WHERE {' AND '.join(where)} "
+            "ORDER BY created_at DESC, id DESC LIMIT %(limit)s"
+        )
+        return self._all(sql, params, JobRecord)
 
-    def delivery_of(self, job: Job) -> Delivery:
+    def delivery_of(self, job: JobRecord) -> Delivery:
         return _delivery(job)
 
     # -- consumer side -------------------------------------------------------------
 
-    def claim(self, job_id: uuid.UUID, delivery: int, lease_ms: int) -> Claim | None:
-        """Take the row for this delivery, or None when the message is stale."""
-        stmt = (
-            update(T)
-            .where(
-                C.id == job_id,
-                C.delivery == delivery,
-                or_(
-                    C.state.in_((WAITING, DELAYED)),
-                    and_(C.state == ACTIVE, C.lease_until < func.now()),
-                ),
-            )
-            .values(
-                state=ACTIVE,
-                claims=C.claims + 1,
-                lease_until=func.now() + timedelta(milliseconds=lease_ms),
-                updated_at=func.now(),
-            )
-            .returning(T)
-        )
-        with self._autocommit.connect() as conn:
-            row = conn.execute(stmt).first()
-        if row is None:
-            return None
-        return Claim(Job.model_validate(row._mapping), row.claims)
+    def claim(
+        self,
+        job_id: uuid.UUID,
+        delivery: int,
+        lease_ms: int,
+        *,
+        worker: str | None = None,
+        start: dict[str, Any] | None = None,
+    ) -> Claim | None:
+        """Take the row for this delivery, or None when the message is stale.
 
-    def _fenced(self, claim: Claim, **values: Any) -> Any:
-        stmt = (
-            update(T)
-            .where(C.id == claim.job_id, C.claims == claim.claims, C.state == ACTIVE)
-            .values(updated_at=func.now(), **values)
-            .returning(T)
-        )
-        with self._autocommit.connect() as conn:
-            return conn.execute(stmt).first()
+        With ``start`` (the running progress) the claim also records the start:
+        a job without admission (no gate) is claimed and running in one statement.
+        """
+        params = dict(id=job_id, delivery=delivery, lease_ms=lease_ms, worker=worker, progress=_json(start))
+        row = self._one(SQL_CLAIM, params, JobRecord)
+        return Claim(row, row.claims) if row else None
+
+    def _fenced(self, sql: str, claim: Claim, row: Callable[..., T], **params: Any) -> T | None:
+        return self._one(sql, {"id": claim.job_id, "claims": claim.claims, **params}, row)
 
     def start(self, claim: Claim, progress: dict[str, Any]) -> bool:
-        """The body is about to run: record the phase and the first start."""
-        row = self._fenced(claim, progress=progress, started_at=func.coalesce(C.started_at, func.now()))
-        return row is not None
+        """The job was admitted and its body is about to run: record the phase and the first start."""
+        return self._fenced(SQL_START, claim, _Id, progress=Jsonb(progress)) is not None
 
     def save_checkpoint(self, claim: Claim, checkpoint: dict[str, Any]) -> bool:
         """Record how far the run got; False if another worker owns the row now."""
-        return self._fenced(claim, checkpoint=checkpoint) is not None
+        return self._fenced(SQL_CHECKPOINT, claim, _Id, checkpoint=Jsonb(checkpoint)) is not None
 
-    def complete(self, claim: Claim, result: dict[str, Any] | None, progress: dict[str, Any]) -> bool:
+    def finish(
+        self,
+        claim: Claim,
+        *,
+        state: str,
+        progress: dict[str, Any],
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> bool:
+        """Active → completed or failed; False if the run had lost the row."""
         row = self._fenced(
+            SQL_FINISH,
             claim,
-            state=COMPLETED,
-            result=result,
-            progress=progress,
-            resume_at=None,
-            lease_until=None,
-            finished_at=func.now(),
-        )
-        return row is not None
-
-    def fail(self, claim: Claim, error: dict[str, Any], progress: dict[str, Any]) -> bool:
-        row = self._fenced(
-            claim,
-            state=FAILED,
-            error=error,
-            progress=progress,
-            resume_at=None,
-            lease_until=None,
-            finished_at=func.now(),
+            _Id,
+            state=state,
+            progress=Jsonb(progress),
+            result=_json(result),
+            error=_json(error),
         )
         return row is not None
 
@@ -235,72 +349,84 @@ class JobStore:
 
         A retry consumes an attempt; waiting for the gate or a WB pause does not.
         """
-        values: dict[str, Any] = dict(
-            state=DELAYED,
-            delivery=C.delivery + 1,
+        row = self._fenced(
+            SQL_RESCHEDULE,
+            claim,
+            _Moved,
+            attempts_used=int(consume_attempt),
             resume_at=ms_to_datetime(eta_ms),
-            progress=progress,
-            lease_until=None,
+            progress=Jsonb(progress),
+            error=_json(error),
         )
-        if consume_attempt:
-            values["attempt"] = C.attempt + 1
-        if error is not None:
-            values["error"] = error
-        row = self._fenced(claim, **values)
         return _delivery(row, eta_ms) if row else None
 
-    def heartbeat(self, claims: list[Claim], lease_ms: int) -> set[tuple[uuid.UUID, int]]:
-        """Extend the leases of running jobs; returns the (id, claims) of runs that lost theirs."""
+    def renew(self, claims: Iterable[Claim], lease_ms: int) -> set[tuple[uuid.UUID, int]]:
+        """Extend the leases of running jobs in one statement; returns the runs that lost theirs."""
+        claims = list(claims)
         if not claims:
             return set()
-        held = or_(*(and_(C.id == c.job_id, C.claims == c.claims) for c in claims))
-        stmt = (
-            update(T)
-            .where(held, C.state == ACTIVE)
-            .values(lease_until=func.now() + timedelta(milliseconds=lease_ms))
-            .returning(C.id, C.claims)
-        )
-        with self._autocommit.connect() as conn:
-            kept = {(r.id, r.claims) for r in conn.execute(stmt)}
+        params = dict(ids=[c.job_id for c in claims], claims=[c.claims for c in claims], lease_ms=lease_ms)
+        kept = {(r.id, r.claims) for r in self._all(SQL_RENEW, params, _Held)}
         return {c.key for c in claims} - kept
 
     def wake(self, job_id: uuid.UUID, *, phase: str) -> Delivery | None:
         """Make a job delayed in ``phase`` due now under a new delivery (its old copy goes stale)."""
-        now = utcnow()
-        stmt = (
-            update(T)
-            .where(C.id == job_id, C.state == DELAYED, C.progress["phase"].astext == phase)
-            .values(
-                delivery=C.delivery + 1,
-                resume_at=now,
-                progress=func.jsonb_set(C.progress, text("'{resumeAt}'"), func.to_jsonb(now.isoformat())),
-                updated_at=func.now(),
-            )
-            .returning(T)
-        )
-        with self._autocommit.connect() as conn:
-            row = conn.execute(stmt).first()
+        row = self._one(SQL_WAKE, {"id": job_id, "phase": phase, "now": utcnow().isoformat()}, _Moved)
         return _delivery(row) if row else None
 
-    # -- reconciliation ------------------------------------------------------------
+    # -- recovery --------------------------------------------------------------------
 
-    def stranded_candidates(self, grace_ms: int) -> list[Delivery]:
-        """Live rows that may have lost their message, with the eta they need.
+    def running_workers(self) -> set[str]:
+        """The worker processes that have running jobs, by the name each claim recorded."""
+        return {r.worker for r in self._all(SQL_RUNNING_WORKERS, {}, _Worker)}
 
-        waiting/delayed rows untouched for the grace period (their producer is
-        past its enqueue) and active rows whose lease ran out (their worker
-        died). The caller keeps only those without a message in the broker.
+    def requeue_orphans(self, dead_workers: Iterable[str]) -> list[Delivery]:
+        """Running jobs of dead workers, and of runs whose lease ran out, go back in line.
+
+        Each gets a new delivery (to be sent by the caller); its old run is fenced out.
         """
-        grace = timedelta(milliseconds=grace_ms)
-        settled = and_(C.state.in_((WAITING, DELAYED)), C.updated_at < func.now() - grace)
-        orphaned = and_(C.state == ACTIVE, C.lease_until < func.now())
-        stmt = (
-            select(C.id, C.queue, C.type, C.delivery, C.resume_at)
-            .where(or_(settled, orphaned))
-            .order_by(C.created_at)
-        )
-        with self._autocommit.connect() as conn:
-            return [
-                _delivery(r, int(r.resume_at.timestamp() * 1000) if r.resume_at else None)
-                for r in conn.execute(stmt)
-            ]
+        return [_delivery(r) for r in self._all(SQL_REQUEUE, {"dead": list(dead_workers)}, _Moved)]
+
+    def settled_candidates(self, grace_ms: int) -> list[Delivery]:
+        """waiting/delayed rows untouched for the grace period, with the eta they need.
+
+        Their producer is past its enqueue; the caller keeps only those without
+        a message in the broker.
+        """
+        return [
+            _delivery(r, datetime_to_ms(r.resume_at) if r.resume_at else None)
+            for r in self._all(SQL_SETTLED, {"grace_ms": grace_ms}, _Moved)
+        ]
+
+
+@dataclass(frozen=True)
+class _Id:
+    id: uuid.UUID
+
+
+@dataclass(frozen=True)
+class _Held:
+    id: uuid.UUID
+    claims: int
+
+
+@dataclass(frozen=True)
+class _Worker:
+    worker: str
+
+
+def pool(conninfo: str, *, size: int, timeout_s: float) -> ConnectionPool:
+    """Autocommit connections for the job store: every operation here is one statement.
+
+    No check per checkout (it would double the round trips); a connection that
+    broke is discarded when it is returned, and the next one is fresh.
+    """
+    return ConnectionPool(
+        conninfo,
+        min_size=1,
+        max_size=size,
+        timeout=timeout_s,
+        kwargs={"autocommit": True, "connect_timeout": 5},
+        name="gatehouse-jobs",
+        open=False,
+    )

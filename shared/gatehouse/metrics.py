@@ -24,10 +24,14 @@ JOB_DELIVERIES = Counter(
 )
 JOBS_FINISHED = Counter(
     "gatehouse_job_runs_total",
-    "Job runs by how they ended (completed, failed, retrying).",
+    "Job runs by how they ended (completed, skipped, failed, retrying).",
     ["type", "outcome"],
 )
 RECONCILED = Counter("gatehouse_reconciled_total", "Job messages re-sent by reconciliation.")
+RECOVERED = Counter(
+    "gatehouse_recovered_total",
+    "Running jobs put back in line because their worker died or their lease ran out.",
+)
 WB_RESCHEDULES = Counter(
     "wb_rate_limit_reschedules_total",
     "Jobs put back to wait without using an attempt: account-gate (another job holds the "

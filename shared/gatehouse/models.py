@@ -58,6 +58,9 @@ class ApiKey(SQLModel, table=True):
 class Job(SQLModel, table=True):
     """One row per job; the Dramatiq message carries only ``id`` and ``delivery``.
 
+    The job store (gatehouse.jobs) reads and writes it with plain SQL; this
+    class is the table's one declaration (migrations, tests, admin reads).
+
     ``delivery`` numbers the job's schedulings: every move to waiting/delayed
     bumps it and the message carries it, so only the newest delivery can claim
     the row (an early-woken job's stale delayed copy is a no-op).
@@ -77,6 +80,8 @@ class Job(SQLModel, table=True):
         ),
         Index("jobs_live_by_state", "state", postgresql_where=text(f"state IN {LIVE_STATES}")),
         Index("jobs_by_account", "account_id", "created_at", "id"),
+        # Dead-worker recovery asks which workers have running jobs.
+        Index("jobs_active_by_worker", "worker", postgresql_where=text("state = 'active'")),
     )
 
     id: uuid.UUID = Field(default_factory=uuid.uuid4, primary_key=True)
@@ -100,8 +105,10 @@ class Job(SQLModel, table=True):
     checkpoint: dict[str, Any] | None = _json(nullable=True)
     # When a delayed job becomes eligible again (its message's eta).
     resume_at: datetime | None = _tz(nullable=True)
-    # Until when the active job's worker holds it; past this a redelivery may take over.
+    # Until when the active job's worker holds it; past this any live worker requeues it.
     lease_until: datetime | None = _tz(nullable=True)
+    # The worker process running the active job (gatehouse.workers); its death requeues the job.
+    worker: str | None = None
     created_at: datetime = _tz(nullable=False, server_default=text("now()"))
     updated_at: datetime = _tz(nullable=False, server_default=text("now()"))
     started_at: datetime | None = _tz(nullable=True)

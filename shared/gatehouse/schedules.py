@@ -16,6 +16,7 @@ from typing import Any
 from redis import Redis
 
 from gatehouse import job_types as jt
+from gatehouse.gate.vocabulary import MAX_WAIT_FIELD
 
 
 @dataclass(frozen=True)
@@ -23,22 +24,35 @@ class Schedule:
     name: str
     job_type: jt.JobType
     cron: str
-    max_wait_ms: int | None  # gated types: how long a job may wait for its account's gate
+    # Gated types: how long a tick's job may wait for its account's gate; None = the job type's.
+    max_wait_ms: int | None = None
     enabled: bool = True
 
     @property
     def actor(self) -> str:
         return f"schedule:{self.name}"
 
+    @property
+    def max_wait(self) -> int | None:
+        """The max wait its jobs get: the override, else the job type's (None: not gated)."""
+        gate = self.job_type.gate
+        if gate is None:
+            return None
+        return self.max_wait_ms if self.max_wait_ms is not None else gate.max_wait_ms
+
+    def payload(self) -> dict[str, Any]:
+        """What each job of a tick carries: the override only, so the job type stays the one source."""
+        return {MAX_WAIT_FIELD: self.max_wait_ms} if self.max_wait_ms is not None else {}
+
 
 FANOUT_QUEUE = "schedules"
 DEFAULTS = (
-    Schedule("digitization-incremental", jt.SYNC_INCREMENTAL, "*/30 * * * *", 30 * jt.MINUTE),
-    Schedule("digitization-backfill", jt.SYNC_BACKFILL, "0 2 * * *", 180 * jt.MINUTE),
-    Schedule("rnp-ads", jt.RNP_ADS, "*/5 * * * *", 5 * jt.MINUTE),
-    Schedule("rnp-finance", jt.RNP_FINANCE, "0 3 * * *", 360 * jt.MINUTE),
-    Schedule("inventory", jt.INVENTORY_SYNC, "15 * * * *", None),
-    Schedule("catalog", jt.CATALOG_SYNC, "45 * * * *", None),
+    Schedule("digitization-incremental", jt.SYNC_INCREMENTAL, "*/30 * * * *"),
+    Schedule("digitization-backfill", jt.SYNC_BACKFILL, "0 2 * * *"),
+    Schedule("rnp-ads", jt.RNP_ADS, "*/5 * * * *"),
+    Schedule("rnp-finance", jt.RNP_FINANCE, "0 3 * * *"),
+    Schedule("inventory", jt.INVENTORY_SYNC, "15 * * * *"),
+    Schedule("catalog", jt.CATALOG_SYNC, "45 * * * *"),
 )
 
 

@@ -46,10 +46,17 @@ class Settings(BaseSettings):
     # Graceful shutdown: in-flight jobs get this long to finish on SIGTERM.
     shutdown_timeout_ms: int = 30_000
 
-    # Job rows: an active job's lease, renewed by its worker; a job whose lease
-    # ran out (its worker died) may be claimed again by a redelivery.
+    # Job rows: an active job's lease, renewed by its worker process's lease
+    # keeper; a row whose lease ran out is put back in line by any live worker.
     job_lease_ms: int = 90_000
     job_heartbeat_ms: int = 30_000
+    # Dead-worker recovery: each worker process writes a liveness key this often
+    # (the lease keeper's tick) that lives WORKER_DEAD_AFTER_MS; a live worker
+    # re-queues the running jobs of a worker whose key is gone (seen twice in a
+    # row, so a Redis restart that lost every key kills nobody). A process paused
+    # for less than WORKER_DEAD_AFTER_MS keeps its jobs.
+    worker_heartbeat_ms: int = 2_000
+    worker_dead_after_ms: int = 10_000
 
     # The per-account gate (ADR-0057): lease and heartbeat of the holder, how
     # often a blocked job looks again, how long a user job's "wanted" mark
@@ -62,10 +69,9 @@ class Settings(BaseSettings):
     gate_wanted_ttl_ms: int = 60_000
     gate_pause_margin_ms: int = 60_000
 
-    # Retries of job types that retry (the user jobs): BullMQ's exponential
-    # ladder, base · 2^(attempt-1) → 60, 120, 240, 480 s for 5 attempts.
-    retry_max_attempts: int = 5
-    retry_base_delay_ms: int = 60_000
+    # Each job type declares its retry policy (gatehouse.job_types); every retry
+    # delay is multiplied by this (tests run the production schedules in ms).
+    retry_delay_scale: float = 1.0
 
     # Dramatiq broker tuning (see dramatiq's RedisBroker).
     broker_namespace: str = "gatehouse"
@@ -151,10 +157,15 @@ class Settings(BaseSettings):
     @property
     def sqlalchemy_url(self) -> str:
         """DATABASE_URL with the psycopg 3 driver, whatever scheme was given."""
+        return "postgresql+psycopg://" + self.libpq_url.removeprefix("postgresql://")
+
+    @property
+    def libpq_url(self) -> str:
+        """DATABASE_URL as libpq (psycopg itself) takes it, whatever scheme was given."""
         url = self.require("database_url")
         for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
             if url.startswith(prefix):
-                return "postgresql+psycopg://" + url[len(prefix) :]
+                return "postgresql://" + url[len(prefix) :]
         raise ConfigurationError(f"DATABASE_URL must be a postgresql:// URL (got {url.split(':')[0]}://…)")
 
     def require(self, field: str) -> str:

@@ -11,7 +11,6 @@ from datetime import datetime
 
 import httpx
 
-from gatehouse.composition import bootstrap
 from tests.conftest import ADMIN_TOKEN
 from tests.support.probe import ATTEMPTS_KEY, FLAKY
 from tests.support.processes import BIN, wait_until
@@ -54,12 +53,16 @@ def test_50_concurrent_identical_posts_make_one_job_and_one_message(processes, g
 def test_a_poller_sees_the_retry_ladder_then_the_failure(processes, gh, settings):
     # Given workers with a 300 ms base delay, and a job failing (WB down) on every one of its 5 attempts
     processes.start(
-        "worker", "gatehouse-worker", "--processes", "1", "--threads", "2", env={"RETRY_BASE_DELAY_MS": "300"}
+        "worker",
+        "gatehouse-worker",
+        "--processes",
+        "1",
+        "--threads",
+        "2",
+        env={"RETRY_DELAY_SCALE": str(300 / 60_000)},
     )
     _, url = processes.api(env={"BACKEND_ROLE": "api"})
-    producer = bootstrap(settings.model_copy(update={"retry_max_attempts": 5}))
-    job_id = producer.submit(FLAKY, account_id=None)[0].id
-    producer.close()
+    job_id = gh.submit(FLAKY, account_id=None)[0].id
 
     # When a client polls its status until it ends
     seen: dict[tuple, dict] = {}

@@ -37,7 +37,7 @@ def test_other_types_and_finished_jobs_do_not_block_creation(gh):
     report, created = create(gh, acc, "import-user-report")
     assert created and report.id != feeds.id
     claim = gh.jobs.claim(feeds.id, 1, 60_000)
-    gh.jobs.complete(claim, {}, {"phase": "completed"})
+    gh.jobs.finish(claim, state="completed", progress={"phase": "completed"}, result={})
     again, created = create(gh, acc, "import-user-feeds")
     assert created and again.id != feeds.id
 
@@ -55,15 +55,42 @@ def test_a_delivery_claims_once_and_a_stale_delivery_never(gh):
     assert second is not None and second.job.attempt == 2
 
 
-def test_an_expired_lease_lets_a_redelivery_take_over_and_fences_the_old_run(gh):
+def test_an_expired_lease_puts_the_job_back_in_line_and_fences_the_old_run(gh):
     job, _ = create(gh, account(gh))
-    old = gh.jobs.claim(job.id, 1, 50)
-    new = wait_until(lambda: gh.jobs.claim(job.id, 1, 60_000), timeout=5, what="the lease to expire")
-    assert new.claims == 2
-    assert gh.jobs.complete(old, {"from": "old"}, {"phase": "completed"}) is False
-    assert gh.jobs.heartbeat([old, new], 60_000) == {old.key}  # the old run learns it lost the row
-    assert gh.jobs.complete(new, {"from": "new"}, {"phase": "completed"}) is True
+    old = gh.jobs.claim(job.id, 1, 50, worker="w-old")
+    assert gh.jobs.claim(job.id, 1, 60_000) is None  # active: no delivery takes it while it runs
+    [requeued] = wait_until(lambda: gh.jobs.requeue_orphans(set()), timeout=5, what="the lease to expire")
+    assert requeued.delivery == 2 and gh.jobs.get(job.id).state == "waiting"
+    new = gh.jobs.claim(job.id, 2, 60_000, worker="w-new")
+    assert new.claims == 2 and new.job.worker == "w-new"
+    assert gh.jobs.finish(old, state="completed", progress={}, result={"from": "old"}) is False
+    assert gh.jobs.renew([old, new], 60_000) == {old.key}  # the old run learns it lost the row
+    assert gh.jobs.finish(new, state="completed", progress={}, result={"from": "new"}) is True
     assert gh.jobs.get(job.id).result == {"from": "new"}
+
+
+def test_the_running_jobs_of_a_dead_worker_go_back_in_line_and_no_others(gh):
+    acc = account(gh)
+    mine, _ = create(gh, acc, "import-user-feeds")
+    theirs, _ = create(gh, acc, "import-user-report")
+    gh.jobs.claim(mine.id, 1, 60_000, worker="alive")
+    gh.jobs.claim(theirs.id, 1, 60_000, worker="dead")
+    assert gh.jobs.running_workers() == {"alive", "dead"}
+
+    [requeued] = gh.jobs.requeue_orphans({"dead"})
+
+    assert requeued.job_id == theirs.id and requeued.delivery == 2
+    assert gh.jobs.get(theirs.id).state == "waiting" and gh.jobs.get(theirs.id).worker is None
+    assert gh.jobs.get(mine.id).state == "active"
+    assert gh.jobs.requeue_orphans({"dead"}) == []  # a second worker finds nothing left to take
+
+
+def test_a_claim_without_admission_records_the_start_in_the_same_statement(gh):
+    job, _ = create(gh, account(gh))
+    claim = gh.jobs.claim(job.id, 1, 60_000, start={"phase": "running"})
+    assert claim.job.started_at is not None and claim.job.progress == {"phase": "running"}
+    row = gh.jobs.get(job.id)
+    assert (row.state, row.started_at, row.progress) == ("active", claim.job.started_at, {"phase": "running"})
 
 
 def test_wake_makes_a_delayed_job_due_under_a_new_delivery(gh):

@@ -42,4 +42,7 @@ def test_reconciliation_resends_an_active_job_whose_worker_died(gh, sql):
     sql("UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = :id", id=accepted.id)
 
     assert reconcile(gh.jobs, gh.dispatcher, grace_ms=60_000) == 1
-    assert gh.jobs.claim(accepted.id, 1, 60_000) is not None
+    # … back in line under a new delivery, which is on the queue; the dead run's delivery is stale
+    assert gh.dispatcher.queued_job_ids({"probe"}) == {str(accepted.id)}
+    assert gh.jobs.claim(accepted.id, 1, 60_000) is None
+    assert gh.jobs.claim(accepted.id, 2, 60_000) is not None

@@ -12,7 +12,8 @@ import os
 import time
 
 from gatehouse.errors import JobPaused
-from gatehouse.job_types import JobType, register
+from gatehouse.gate import GateSpec
+from gatehouse.job_types import WB_USER_RETRY, JobType, register
 from gatehouse.wb.errors import WbUnavailable
 from gatehouse_worker.runtime import JobContext, job
 
@@ -34,7 +35,7 @@ def probe(ctx: JobContext) -> dict:
 
 
 # Fails as if WB were down on every attempt below payload["succeed_on"] (default: never succeeds).
-FLAKY = register(JobType("probe-flaky", queue="probe", retries=True))
+FLAKY = register(JobType("probe-flaky", queue="probe", retry=WB_USER_RETRY))
 ATTEMPTS_KEY = "probe:attempts"
 
 
@@ -49,8 +50,8 @@ def probe_flaky(ctx: JobContext) -> dict:
 # Gated probes: one per tier and letter, so one account may have several live at once.
 # Each run appends {"job", "account", "start", "end", "paused"} to probe:runs; with
 # payload "pause_once_ms" the first run stops half way with a WB rate-limit pause.
-def _gated(name: str, tier: str, **gate: object) -> JobType:
-    return register(JobType(name, queue="probe", tier=tier, gate={"tier": tier, **gate}))
+def _gated(name: str, tier: str, max_wait_ms: int | None = None) -> JobType:
+    return register(JobType(name, queue="probe", tier=tier, gate=GateSpec(tier, max_wait_ms)))
 
 
 GATED_USER_A = _gated("probe-user-a", "user")

@@ -6,8 +6,11 @@ then the result and the resulting keys.
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
+from gatehouse.gate import GateSpec, gate_keys, job_of, owner, released_key
 from gatehouse.gate.reference import (
     EMPTY,
     TIER_SPAN,
@@ -28,7 +31,6 @@ from gatehouse.gate.reference import (
     evaluate_gate_heartbeat,
     evaluate_gate_release,
     evaluate_gate_yield,
-    gate_keys,
     waiting_score,
 )
 
@@ -378,6 +380,23 @@ def test_the_account_keys_share_one_hash_tag():
     assert keys == ("wb:gate:{4242}", "wb:gate:{4242}:wanted", "wb:gate:{4242}:waiting")
     with pytest.raises(ValueError):
         gate_keys("a}b")
+    assert released_key("4242") == "wb:gate:{4242}:released"  # the same slot as the others
+
+
+def test_an_owner_is_its_queue_and_job_and_parses_back():
+    job_id = uuid.uuid4()
+
+    assert owner("wb-user", job_id) == f"wb-user:{job_id}"
+    assert job_of(owner("wb:odd:queue", job_id)) == job_id
+
+
+def test_a_gate_spec_is_typed_and_a_user_job_never_gives_up():
+    assert GateSpec("scheduled", 5).max_wait_of({}) == 5
+    assert GateSpec("scheduled", 5).max_wait_of({"maxWaitMs": 9}) == 9  # a schedule's override
+    with pytest.raises(ValueError):
+        GateSpec("admin")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        GateSpec("user", 1000)
 
 
 @pytest.mark.parametrize(

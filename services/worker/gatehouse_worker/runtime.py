@@ -1,9 +1,9 @@
 """What a job body sees while it runs, and how job bodies are declared.
 
 A job body is a plain function ``body(ctx) -> dict | None`` registered with
-``@job(JOB_TYPE)``; the returned dict becomes the row's ``result``. The
-Dramatiq actor around it takes only the job id; claiming the row, the gate,
-progress and retries happen in the middleware (gatehouse_worker.middleware).
+``@job(JOB_TYPE)``; the returned dict becomes the row's ``result``. Claiming
+the row, the gate, progress and retries happen around it, in the job pipeline
+(gatehouse_worker.pipeline); the body only does its work and saves checkpoints.
 """
 
 from __future__ import annotations
@@ -11,15 +11,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from dramatiq import Actor, Broker
 from dramatiq.common import current_millis
 
 from gatehouse.composition import Gatehouse
-from gatehouse.errors import JobPaused, PermanentJobError
+from gatehouse.errors import JobPaused
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Claim
 from gatehouse.progress import RATE_LIMITED, WAITING_ACCOUNT
@@ -30,8 +28,7 @@ from gatehouse.wb.client import WbClient
 class JobContext:
     gatehouse: Gatehouse
     claim: Claim
-    result: dict[str, Any] | None = None
-    # Set when the job's lease (row or gate) was lost: it must stop before its next WB call.
+    # Set by the lease keeper when the run lost its row or gate lease: it stops before its next call.
     lost: threading.Event = field(default_factory=threading.Event)
 
     @property
@@ -104,24 +101,6 @@ class JobContext:
             )
 
 
-_current: ContextVar[JobContext | None] = ContextVar("gatehouse_job", default=None)
-
-
-def active_job() -> JobContext | None:
-    return _current.get()
-
-
-def current_job() -> JobContext:
-    ctx = _current.get()
-    if ctx is None:
-        raise RuntimeError("no job is running in this thread")
-    return ctx
-
-
-def set_current(ctx: JobContext | None) -> None:
-    _current.set(ctx)
-
-
 Body = Callable[[JobContext], "dict[str, Any] | None"]
 JOBS: dict[str, tuple[JobType, Body]] = {}
 
@@ -134,24 +113,3 @@ def job(job_type: JobType) -> Callable[[Body], Body]:
         return body
 
     return register
-
-
-def declare(broker: Broker, job_type: JobType, body: Body) -> Actor:
-    def run(job_id: str) -> None:
-        ctx = current_job()
-        ctx.result = body(ctx)
-
-    run.__name__ = run.__qualname__ = body.__name__
-    run.__module__ = body.__module__
-    # Pauses and permanent WB errors are outcomes, not crashes: no traceback in the log.
-    options: dict[str, Any] = {"job": True, "throws": (JobPaused, PermanentJobError)}
-    if job_type.gate is not None:
-        options["gate"] = job_type.gate
-    return Actor(
-        run,
-        broker=broker,
-        actor_name=job_type.name,
-        queue_name=job_type.queue,
-        priority=0,
-        options=options,
-    )

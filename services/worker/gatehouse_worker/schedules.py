@@ -25,7 +25,7 @@ MAINTENANCE_QUEUE = "maintenance"
 
 def fan_out(gh: Gatehouse, schedule: Schedule) -> tuple[int, int]:
     """One job per active account; returns (created, already running)."""
-    payload = {"maxWaitMs": schedule.max_wait_ms} if schedule.max_wait_ms is not None else {}
+    payload = schedule.payload()
     created = running = 0
     for account_id in gh.accounts.active_ids():
         _, new = gh.submit(schedule.job_type, account_id=account_id, payload=payload)

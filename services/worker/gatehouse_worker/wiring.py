@@ -1,8 +1,9 @@
-"""The consumer side of the composition: middleware order, job actors, ticks.
+"""The consumer side of the composition: the middleware, job actors, ticks.
 
 ``setup`` is what the dramatiq CLI and the scheduler load
 (``gatehouse_worker.wiring:setup``); the API calls ``build`` to host consumers
-in-process when BACKEND_ROLE=all.
+in-process when BACKEND_ROLE=all. Each middleware is one concern and none calls
+another; how a job message runs is the job pipeline (gatehouse_worker.pipeline).
 """
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ from gatehouse.composition import Gatehouse, bootstrap
 from gatehouse.settings import Settings, load_settings
 from gatehouse_worker import runtime
 from gatehouse_worker.health import ConsumerLiveness
-from gatehouse_worker.middleware.gate import AccountGate
-from gatehouse_worker.middleware.lifecycle import JobLifecycle, JobStart
-from gatehouse_worker.middleware.stores import BootReconciliation, CloseStores, IdlePoll
+from gatehouse_worker.middleware import BootReconciliation, CloseStores, IdlePoll
+from gatehouse_worker.pipeline import JobRuntime, declare
 from gatehouse_worker.schedules import declare_schedules
 
 # A tick older than this is dropped: the next one comes soon enough.
@@ -27,18 +27,18 @@ TICK_SKIP_DELAY_S = 30
 
 
 def consumer_middleware(gh: Gatehouse) -> list[Middleware]:
-    # before_* hooks run in this order, after_* in reverse.
-    lifecycle = JobLifecycle(gh)
     return [
-        CloseStores(gh),
+        CloseStores(gh),  # first, so its after_worker_shutdown runs last
         IdlePoll(gh.settings.worker_idle_poll_ms),
         PeriodiqMiddleware(skip_delay=TICK_SKIP_DELAY_S),
-        lifecycle,  # claim the row … record the outcome
-        AccountGate(gh, lifecycle),  # one WB-heavy job per account … release, wake the next
-        JobStart(lifecycle),  # admitted: mark running
+        JobRuntime(gh),
         BootReconciliation(gh),
         ConsumerLiveness(gh.settings),
     ]
+
+
+def job_runtime(gh: Gatehouse) -> JobRuntime:
+    return next(m for m in gh.broker.middleware if isinstance(m, JobRuntime))
 
 
 def build(settings: Settings | None = None) -> Gatehouse:
@@ -46,8 +46,9 @@ def build(settings: Settings | None = None) -> Gatehouse:
     gh = bootstrap(settings, consumer_middleware=consumer_middleware)
     for module in settings.job_modules:
         importlib.import_module(module)
+    jobs = job_runtime(gh)
     for job_type, body in runtime.JOBS.values():
-        runtime.declare(gh.broker, job_type, body)
+        declare(gh.broker, jobs, job_type, body)
     declare_schedules(gh)
     return gh
 

@@ -1,31 +1,37 @@
 """The per-account gate: one WB-heavy job per seller account at a time, user jobs first.
 
-``reference`` holds the rules as pure functions; the ``*.lua`` scripts mirror
-them on Redis and ``store.RedisGate`` runs those scripts.
+``vocabulary`` holds its words (keys, owner, spec); ``reference`` holds the
+rules as pure functions; the ``*.lua`` scripts mirror them on Redis and
+``store.RedisGate`` runs those scripts.
 """
 
-from gatehouse.gate.reference import (
-    AcquireResult,
-    Decision,
-    GateKeys,
-    GateState,
-    ReleaseResult,
-    Tier,
-    Waiter,
-    gate_keys,
-    waiting_score,
-)
+from gatehouse.gate.reference import AcquireResult, Decision, GateState, ReleaseResult, Waiter, waiting_score
 from gatehouse.gate.store import RedisGate
+from gatehouse.gate.vocabulary import (
+    USER_GATE,
+    GateKeys,
+    GateSpec,
+    Tier,
+    gate_keys,
+    job_of,
+    owner,
+    released_key,
+)
 
 __all__ = [
+    "USER_GATE",
     "AcquireResult",
     "Decision",
     "GateKeys",
+    "GateSpec",
     "GateState",
     "RedisGate",
     "ReleaseResult",
     "Tier",
     "Waiter",
     "gate_keys",
+    "job_of",
+    "owner",
+    "released_key",
     "waiting_score",
 ]

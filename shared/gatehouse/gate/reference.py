@@ -6,7 +6,7 @@ The scripts beside this module do the same to the real keys in one atomic
 step; ``tests/integration/test_gate_equivalence.py`` runs both side by side
 and demands equal results and equal resulting keys.
 
-Keys of account A (``gate_keys``; the braces are a Redis Cluster hash tag, so
+Keys of account A (``vocabulary.gate_keys``; the braces are a Redis Cluster hash tag, so
 one script may touch all three):
 
 - ``wb:gate:{A}`` – string, the holder ``<queue>:<jobId>``, TTL = its lease;
@@ -22,31 +22,16 @@ Redis deletes an empty sorted set, so the state never holds an empty
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal, NamedTuple
+from typing import Literal
 
-Tier = Literal["user", "scheduled"]
+from gatehouse.gate.vocabulary import Tier
+
 Decision = Literal["acquired", "reentrant", "busy", "deferred"]
 
 TIER_RANK: dict[str, int] = {"user": 0, "scheduled": 1}
 # Scores of one tier stay below the next tier's; epoch ms stay below 10**13 until the year 2286.
 # Scores up to 2 * 10**13 are exact in a double (Redis scores, Lua numbers).
 TIER_SPAN = 10**13
-
-
-class GateKeys(NamedTuple):
-    """The account's keys, in the KEYS order of every gate script."""
-
-    gate: str
-    wanted: str
-    waiting: str
-
-
-def gate_keys(account_id: str) -> GateKeys:
-    if not account_id or "{" in account_id or "}" in account_id:
-        # A brace would change the hash tag and split the account over slots.
-        raise ValueError(f"account id must be non-empty and brace-free, got {account_id!r}")
-    base = f"wb:gate:{{{account_id}}}"
-    return GateKeys(gate=base, wanted=f"{base}:wanted", waiting=f"{base}:waiting")
 
 
 def waiting_score(tier: Tier, first_wait_ms: int) -> int:

@@ -1,7 +1,7 @@
 """The per-account gate on Redis: the Lua scripts beside this module, one call each.
 
 Every rule is one atomic script over the account's keys (see
-``reference.gate_keys``); its pure twin in ``reference`` is the spec. The
+``vocabulary.gate_keys``); its pure twin in ``reference`` is the spec. The
 requests validate the arguments before anything reaches Redis.
 """
 
@@ -26,8 +26,8 @@ from gatehouse.gate.reference import (
     Tier,
     Waiter,
     YieldRequest,
-    gate_keys,
 )
+from gatehouse.gate.vocabulary import gate_keys
 
 _HERE = Path(__file__).parent
 SCRIPTS = ("acquire", "heartbeat", "extend", "release", "yield", "forget")
@@ -91,6 +91,22 @@ class RedisGate:
         req = HeartbeatRequest(owner, lease_ms)
         keys = gate_keys(account_id)
         return bool(self._scripts["heartbeat"](keys=[keys.gate], args=[req.owner, req.lease_ms]))
+
+    def heartbeat_many(self, holds: list[tuple[str, str]], *, lease_ms: int) -> set[tuple[str, str]]:
+        """Renew many leases in one round trip (a pipeline of heartbeats: an account's keys
+        are its own Cluster slot, so no single script may span accounts).
+
+        ``holds`` are (account_id, owner); returns those whose lease was lost.
+        """
+        if not holds:
+            return set()
+        script = self._scripts["heartbeat"]
+        pipe = self.client.pipeline(transaction=False)
+        for account_id, owner in holds:
+            req = HeartbeatRequest(owner, lease_ms)
+            script(keys=[gate_keys(account_id).gate], args=[req.owner, req.lease_ms], client=pipe)
+        kept = pipe.execute()
+        return {hold for hold, ok in zip(holds, kept, strict=True) if not ok}
 
     def extend(self, account_id: str, owner: str, *, lease_ms: int) -> bool:
         """Keep the gate over a WB rate-limit pause: ``lease_ms`` = pause + margin."""

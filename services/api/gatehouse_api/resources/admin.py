@@ -8,13 +8,14 @@ import falcon
 
 from gatehouse.composition import Gatehouse
 from gatehouse.errors import NotFound
+from gatehouse.gate import job_of
 from gatehouse.schedules import FANOUT_QUEUE, runs, schedules
 from gatehouse_api.auth import require_admin
 from gatehouse_api.schemas import GateView, ScheduleList, ScheduleRun, ScheduleView
 
 
 def _job_id(owner: str | None) -> str | None:
-    return owner.rsplit(":", 1)[1] if owner else None
+    return str(job_of(owner)) if owner else None
 
 
 class AccountGate:
@@ -51,7 +52,7 @@ class Schedules:
                     name=s.name,
                     jobType=s.job_type.name,
                     cron=s.cron,
-                    maxWaitMs=s.max_wait_ms,
+                    maxWaitMs=s.max_wait,
                     enabled=s.enabled,
                     lastRun=last,
                     nextRun=next_ if s.enabled else None,

@@ -1,0 +1,147 @@
+"""The lease keeper: one thread per worker process that keeps its runs' claims alive.
+
+Every WORKER_HEARTBEAT_MS it:
+
+1. refreshes this process's liveness key (gatehouse.workers);
+2. when due (JOB_HEARTBEAT_MS), renews the row leases of all running jobs in
+   one UPDATE, and (GATE_HEARTBEAT_MS) their gate leases in one Redis
+   pipeline; a run that lost either is told to stop before its next call;
+3. requeues the running jobs of workers that died (their liveness key gone
+   twice in a row) and of runs whose lease ran out.
+
+A store that does not answer costs one tick: the keeper logs and tries again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+
+from psycopg import Error as PgError
+from psycopg_pool import PoolTimeout
+from redis import RedisError
+
+from gatehouse import metrics
+from gatehouse.composition import Gatehouse
+from gatehouse.workers import DeadWorkers, Liveness, requeue_orphans
+from gatehouse_worker.runtime import JobContext
+
+log = logging.getLogger(__name__)
+STORE_ERRORS = (PgError, PoolTimeout, RedisError)
+
+
+@dataclass
+class Held:
+    """A running job as the keeper sees it; ``gate`` = (account, owner) while it holds the gate."""
+
+    ctx: JobContext
+    gate: tuple[str, str] | None = None
+
+
+class LeaseKeeper:
+    def __init__(self, gh: Gatehouse, worker: str) -> None:
+        self.gh = gh
+        self.s = gh.settings
+        self.worker = worker
+        self.liveness = Liveness(gh.redis, ttl_ms=self.s.worker_dead_after_ms)
+        self.dead = DeadWorkers(self.liveness, worker)
+        self._held: dict[tuple[uuid.UUID, int], Held] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- what runs -----------------------------------------------------------------
+
+    def add(self, ctx: JobContext) -> None:
+        with self._lock:
+            self._held[ctx.claim.key] = Held(ctx)
+
+    def holds_gate(self, ctx: JobContext, account: str, owner: str) -> None:
+        with self._lock:
+            self._held[ctx.claim.key].gate = (account, owner)
+
+    def drop_gate(self, ctx: JobContext) -> None:
+        with self._lock:
+            held = self._held.get(ctx.claim.key)
+            if held is not None:
+                held.gate = None
+
+    def remove(self, ctx: JobContext) -> Held | None:
+        with self._lock:
+            return self._held.pop(ctx.claim.key, None)
+
+    def held(self) -> list[Held]:
+        with self._lock:
+            return list(self._held.values())
+
+    # -- the thread ----------------------------------------------------------------
+
+    def start(self) -> None:
+        """Beat once before any message is taken, so no other worker takes this one for dead."""
+        try:
+            self.liveness.beat(self.worker)
+        except RedisError:
+            log.warning("worker %s: Redis did not answer its first heartbeat; retrying", self.worker)
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="lease-keeper", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        try:
+            self.liveness.leave(self.worker)
+        except RedisError:
+            log.info("worker %s left without removing its liveness key; it expires", self.worker)
+
+    def _loop(self) -> None:
+        now = time.monotonic()
+        rows_due = gates_due = now
+        while not self._stop.wait(self.s.worker_heartbeat_ms / 1000):
+            now = time.monotonic()
+            self._step("heartbeat", lambda: self.liveness.beat(self.worker))
+            if now >= rows_due:
+                rows_due = now + self.s.job_heartbeat_ms / 1000
+                self._step("row lease renewal", self.renew_rows)
+            if now >= gates_due:
+                gates_due = now + self.s.gate_heartbeat_ms / 1000
+                self._step("gate lease renewal", self.renew_gates)
+            self._step("dead-worker recovery", self.recover)
+
+    def _step(self, what: str, step) -> None:
+        try:
+            step()
+        except STORE_ERRORS as exc:
+            log.warning("worker %s: %s failed (%s); next tick retries", self.worker, what, exc)
+
+    # -- the steps (public for tests) -------------------------------------------------
+
+    def renew_rows(self) -> None:
+        held = self.held()
+        lost = self.gh.jobs.renew([h.ctx.claim for h in held], self.s.job_lease_ms)
+        for h in held:
+            if h.ctx.claim.key in lost:
+                log.warning("job %s lost its row to another worker; it stops", h.ctx.claim.job_id)
+                h.ctx.lost.set()
+
+    def renew_gates(self) -> None:
+        held = [h for h in self.held() if h.gate is not None]
+        lost = self.gh.gate.heartbeat_many([h.gate for h in held], lease_ms=self.s.gate_lease_ms)
+        for h in held:
+            if h.gate in lost:
+                log.warning("job %s lost the gate of account %s; it stops", h.ctx.claim.job_id, h.gate[0])
+                h.ctx.lost.set()
+
+    def recover(self) -> int:
+        dead = self.dead.look(self.gh.jobs.running_workers())
+        sent = requeue_orphans(self.gh.jobs, self.gh.dispatcher, dead)
+        if sent:
+            log.info(
+                "requeued %d job(s) of dead worker(s) %s or expired leases", sent, ", ".join(sorted(dead))
+            )
+            metrics.RECOVERED.inc(sent)
+        return sent

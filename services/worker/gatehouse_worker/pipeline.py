@@ -1,0 +1,336 @@
+"""The job pipeline: how every job message is run, in one place and in order.
+
+    message ─▶ claim ─▶ admit ─▶ start ─▶ body ─▶ decide ─▶ apply
+                 │         │
+                 │         └ gate busy: the outcome is GateBusy, the body does not run
+                 └ stale or duplicate delivery: nothing happens
+
+- claim: one conditional UPDATE takes the row for this message's delivery and
+  names this worker process (with no gate to pass, it also records the start);
+- admit: a gated job type acquires its account's gate (gatehouse.gate);
+- body: the job type's function; what it returns or raises is the outcome;
+- decide: ``gatehouse.run_decision.decide`` (pure) turns the outcome into a
+  transition and a gate effect;
+- apply: the row write (fenced by the claim), the gate effect, the next
+  message. The row is written before the message is sent: if the send fails,
+  the row says where the job stands and reconciliation re-sends it.
+
+``JobRuntime`` is the one Dramatiq middleware for jobs: it notes each message
+for its actor (``before_process_message``) and owns the process's lease keeper
+(boot and shutdown). The actor of a job type calls ``JobRuntime.run``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from dramatiq import Actor, Broker, Middleware
+from dramatiq.common import current_millis
+from psycopg import OperationalError
+from psycopg_pool import PoolTimeout
+from redis import RedisError
+
+from gatehouse import metrics
+from gatehouse import progress as P
+from gatehouse import run_decision as rd
+from gatehouse.composition import Gatehouse
+from gatehouse.errors import JobPaused, PermanentJobError
+from gatehouse.gate import job_of, owner, released_key
+from gatehouse.job_types import JobType
+from gatehouse.jobs import Claim, Delivery, datetime_to_ms
+from gatehouse.workers import new_worker_name
+from gatehouse_worker.leases import LeaseKeeper
+from gatehouse_worker.runtime import Body, JobContext
+
+log = logging.getLogger(__name__)
+
+DB_DOWN = (OperationalError, PoolTimeout)
+# A delivery that could not be claimed because PostgreSQL did not answer comes
+# back after this long (reconciliation is the net below it).
+CLAIM_RETRY_MS = 5_000
+FINISHED = {"complete": "completed", "skip": "skipped", "fail": "failed"}  # metric labels
+WAKE_TRIES = 5  # stale waiters (finished, or not parked any more) skipped per release
+
+
+def error_info(exc: BaseException) -> dict[str, Any]:
+    code = getattr(exc, "code", None) or type(exc).__name__
+    return {"code": code, "message": str(exc) or type(exc).__name__}
+
+
+class JobRuntime(Middleware):
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+        self.s = gh.settings
+        self.timings = rd.Timings.from_settings(gh.settings)
+        self.leases = LeaseKeeper(gh, new_worker_name())
+        self._message = threading.local()
+
+    # -- Dramatiq hooks ------------------------------------------------------------
+
+    def before_worker_boot(self, broker: Broker, worker: Any) -> None:
+        self.leases.start()
+
+    def after_worker_shutdown(self, broker: Broker, worker: Any) -> None:
+        """In-flight jobs are done (or past the shutdown timeout): give back what is still held."""
+        self.leases.stop()
+        for held in self.leases.held():
+            if held.gate is not None and not held.ctx.lost.is_set():
+                self._gate(lambda: self._release(*held.gate))  # noqa: B023 - called at once
+
+    def before_process_message(self, broker: Broker, message: Any) -> None:
+        self._message.current = message
+
+    # -- the pipeline --------------------------------------------------------------
+
+    def run(self, job_type: JobType, body: Body) -> None:
+        message = self._message.current
+        claim = self._claim(job_type, message)
+        if claim is None:
+            return
+        ctx = JobContext(gatehouse=self.gh, claim=claim)
+        self.leases.add(ctx)
+        try:
+            facts, outcome = self._admit(job_type, ctx)
+            if outcome is None:
+                outcome = self._body(body, ctx, started=not facts.gated)
+            facts = replace(facts, lost=ctx.lost.is_set())
+            transition = rd.decide(facts, job_type.retry, outcome, self.timings, current_millis())
+            self._apply(job_type, ctx, transition)
+        finally:
+            self.leases.remove(ctx)
+
+    def _claim(self, job_type: JobType, message: Any) -> Claim | None:
+        try:
+            job_id, delivery = uuid.UUID(message.args[0]), int(message.options["delivery"])
+        except (IndexError, KeyError, TypeError, ValueError):
+            log.error("malformed job message %s dropped: %r", message.message_id, message)
+            return None
+        start = None if self._gated(job_type) else P.stored(P.RUNNING)
+        try:
+            claim = self.gh.jobs.claim(
+                job_id, delivery, self.s.job_lease_ms, worker=self.leases.worker, start=start
+            )
+        except DB_DOWN:
+            log.warning("cannot claim job %s: PostgreSQL unavailable; again in %d ms", job_id, CLAIM_RETRY_MS)
+            try:
+                self.gh.broker.enqueue(message.copy(), delay=CLAIM_RETRY_MS)
+            except RedisError:
+                log.warning("could not re-enqueue job %s; reconciliation will", job_id)
+            return None
+        if claim is None:
+            log.debug("delivery %d of job %s is stale or a duplicate; dropped", delivery, job_id)
+            metrics.JOB_DELIVERIES.labels(outcome="stale").inc()
+            return None
+        metrics.JOB_DELIVERIES.labels(outcome="claimed").inc()
+        return claim
+
+    def _gated(self, job_type: JobType) -> bool:
+        return job_type.gate is not None and self.s.gate_enabled
+
+    def _admit(self, job_type: JobType, ctx: JobContext) -> tuple[rd.RunFacts, rd.Outcome | None]:
+        """The gate (for gated types): the facts for the decision, and GateBusy when it must wait."""
+        job = ctx.job
+        progress = job.progress or {}
+        facts = rd.RunFacts(
+            attempt=job.attempt,
+            max_attempts=job.max_attempts,
+            tier=job.tier,
+            enqueued_ms=datetime_to_ms(job.created_at),
+            gated=self._gated(job_type),
+            max_wait_ms=job_type.gate.max_wait_of(job.payload) if job_type.gate else None,
+            waiting_since_ms=progress.get("waitingSince"),
+        )
+        if not facts.gated:
+            return facts, None
+        account, me = str(job.account_id), owner(job.queue, job.id)
+        try:
+            acquired = self.gh.gate.acquire(
+                account,
+                me,
+                tier=job_type.gate.tier,
+                lease_ms=self.s.gate_lease_ms,
+                wanted_ttl_ms=self.s.gate_wanted_ttl_ms,
+                waiting_ttl_ms=self.s.gate_poll_delay_ms * 10,
+                first_wait_ms=facts.enqueued_ms,
+            )
+        except RedisError as exc:
+            log.info("gate of account %s unreachable (%s); job %s waits", account, exc, job.id)
+            return facts, rd.GateBusy(reason="gate-unreachable")
+        if not acquired.proceed:
+            log.debug("job %s waits for account %s (held by %s)", job.id, account, acquired.holder)
+            return facts, rd.GateBusy()
+        self.leases.holds_gate(ctx, account, me)
+        if acquired.decision == "acquired" and facts.waiting_since_ms is not None:
+            self._observe_handoff(account, facts.waiting_since_ms)
+        return replace(facts, holds_gate=True), None
+
+    def _body(self, body: Body, ctx: JobContext, *, started: bool) -> rd.Outcome:
+        # A job without a gate was started by its claim (one statement); an admitted one starts here.
+        if not started and not self._write(
+            lambda: self.gh.jobs.start(ctx.claim, P.stored(P.RUNNING)), ctx.job.id
+        ):
+            ctx.lost.set()
+            return rd.Paused(current_millis(), P.WAITING_ACCOUNT, "lease-lost")
+        try:
+            return rd.Completed(body(ctx))
+        except JobPaused as exc:
+            log.info("job %s paused until %d (%s)", ctx.job.id, exc.resume_at_ms, exc.reason)
+            return rd.Paused(exc.resume_at_ms, exc.phase, exc.reason, error_info(exc))
+        except PermanentJobError as exc:
+            log.warning("job %s failed for good: %s", ctx.job.id, exc)
+            return rd.FailedPermanently(error_info(exc))
+        except Exception as exc:
+            log.warning("job %s attempt %d failed", ctx.job.id, ctx.job.attempt, exc_info=True)
+            return rd.Failed(error_info(exc))
+
+    # -- applying a transition -------------------------------------------------------
+
+    def _apply(self, job_type: JobType, ctx: JobContext, t: rd.Transition) -> None:
+        job, claim = ctx.job, ctx.claim
+        if t.kind in ("complete", "skip", "fail"):
+            state = "failed" if t.kind == "fail" else "completed"
+            self._write(
+                lambda: self.gh.jobs.finish(
+                    claim,
+                    state=state,
+                    progress=P.stored(t.phase, reason=t.reason),
+                    result=t.result,
+                    error=t.error,
+                ),
+                job.id,
+            )
+            metrics.JOBS_FINISHED.labels(type=job.type, outcome=FINISHED[t.kind]).inc()
+            if t.kind == "skip":
+                log.info("scheduled job %s skipped: account %s stayed busy", job.id, job.account_id)
+            elif t.kind == "fail":
+                log.error("job %s failed after attempt %d: %s", job.id, job.attempt, t.error)
+        else:
+            extra = {"waitingSince": t.waiting_since_ms} if t.waiting_since_ms is not None else {}
+            progress = P.stored(t.phase, resume_at_ms=t.eta_ms, reason=t.reason, **extra)
+            delivery = self._write(
+                lambda: self.gh.jobs.reschedule(
+                    claim,
+                    eta_ms=t.eta_ms,
+                    progress=progress,
+                    consume_attempt=t.consumes_attempt,
+                    error=t.error,
+                ),
+                job.id,
+            )
+            if t.kind == "retry":
+                metrics.JOBS_FINISHED.labels(type=job.type, outcome="retrying").inc()
+            elif t.phase == P.WAITING_ACCOUNT:
+                metrics.WB_RESCHEDULES.labels(scope="account-gate").inc()
+            elif t.phase == P.RATE_LIMITED:
+                metrics.WB_RESCHEDULES.labels(scope=t.reason).inc()
+            # The gate effect first: a kept lease must be extended before the job can run again.
+            self._gate_effect(ctx, t.gate)
+            self.send(delivery)
+            return
+        self._gate_effect(ctx, t.gate)
+
+    def _write(self, write: Callable[[], Any], job_id: uuid.UUID) -> Any:
+        """A row write that rides out a short PostgreSQL outage, up to the row's lease.
+
+        Past that the row may be requeued by another worker anyway, and this
+        run's write would be fenced out; the row stays as it was, recoverable.
+        """
+        deadline = time.monotonic() + self.s.job_lease_ms / 1000
+        pause = 0.1
+        while True:
+            try:
+                return write()
+            except DB_DOWN as exc:
+                if time.monotonic() > deadline:
+                    log.error(
+                        "job %s: its outcome could not be written (%s); it will be requeued", job_id, exc
+                    )
+                    return None
+                log.warning("job %s: PostgreSQL unavailable (%s); writing its outcome again", job_id, exc)
+                time.sleep(pause)
+                pause = min(pause * 2, 2.0)
+
+    def _gate_effect(self, ctx: JobContext, effect: rd.GateEffect) -> None:
+        if effect.action == "none":
+            return
+        job = ctx.job
+        account, me = str(job.account_id), owner(job.queue, job.id)
+        self.leases.drop_gate(ctx)
+        if effect.action == "forget":
+            self._gate(lambda: self.gh.gate.forget(account, me))
+        elif effect.action == "release":
+            self._gate(lambda: self._release(account, me))
+        elif effect.action == "yield":
+            self._gate(lambda: self._yield_or_keep(account, me, effect.lease_ms))
+        else:  # keep
+            self._gate(lambda: self.gh.gate.extend(account, me, lease_ms=effect.lease_ms))
+
+    def _gate(self, step: Callable[[], Any]) -> None:
+        try:
+            step()
+        except (RedisError, *DB_DOWN) as exc:
+            log.warning("gate step failed (%s); the lease expires on its own", exc)
+
+    def _release(self, account: str, me: str) -> None:
+        released = self.gh.gate.release(account, me)
+        if released.released:
+            self._wake(account, released.best_waiter)
+
+    def _yield_or_keep(self, account: str, me: str, lease_ms: int) -> None:
+        yielded = self.gh.gate.yield_if_wanted(account, me)
+        if yielded.released:
+            self._wake(account, yielded.best_waiter)
+        else:
+            self.gh.gate.extend(account, me, lease_ms=lease_ms)
+
+    def _wake(self, account: str, best: str | None) -> None:
+        """Make the best waiter due now; the row claim turns its old delayed copy into a no-op."""
+        if best is None:
+            return
+        self.gh.redis.set(released_key(account), current_millis(), px=self.s.gate_lease_ms)
+        for _ in range(WAKE_TRIES):
+            if best is None:
+                return
+            delivery = self.gh.jobs.wake(job_of(best), phase=P.WAITING_ACCOUNT)
+            if delivery is not None:
+                self.send(delivery)
+                return
+            self.gh.gate.forget(account, best)  # finished, or no longer parked on the gate
+            best = self.gh.gate.inspect(account).best_waiter
+
+    def _observe_handoff(self, account: str, waiting_since_ms: int) -> None:
+        now = current_millis()
+        metrics.GATE_WAIT.observe((now - waiting_since_ms) / 1000)
+        try:
+            released = self.gh.redis.getdel(released_key(account))
+        except RedisError:
+            return
+        if released is not None:
+            metrics.GATE_HANDOFF.observe(max(0, now - int(released)) / 1000)
+
+    def send(self, delivery: Delivery | None) -> None:
+        if delivery is None:  # fenced out: another worker owns the row now
+            return
+        try:
+            self.gh.dispatcher.send(delivery)
+        except RedisError as exc:
+            log.warning("job %s rescheduled but not enqueued (%s); reconciliation will", delivery.job_id, exc)
+
+
+def declare(broker: Broker, runtime: JobRuntime, job_type: JobType, body: Body) -> Actor:
+    """The Dramatiq actor of a job type: its only argument is the job id; the runtime does the rest."""
+
+    def run(job_id: str) -> None:
+        runtime.run(job_type, body)
+
+    run.__name__ = run.__qualname__ = body.__name__
+    run.__module__ = body.__module__
+    return Actor(
+        run, broker=broker, actor_name=job_type.name, queue_name=job_type.queue, priority=0, options={}
+    )
