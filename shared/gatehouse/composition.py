@@ -26,7 +26,7 @@ from gatehouse.db import make_engine
 from gatehouse.dispatch import Dispatcher
 from gatehouse.gate import RedisGate
 from gatehouse.job_types import JobType
-from gatehouse.jobs import JobRecord, JobStore
+from gatehouse.jobs import Accepted, JobStore
 from gatehouse.jobs import pool as job_pool
 from gatehouse.settings import Settings, load_settings
 from gatehouse.wb.limits import Limit, client_limits
@@ -49,7 +49,7 @@ class Gatehouse:
 
     def submit(
         self, job_type: JobType, *, account_id: uuid.UUID | None, payload: dict[str, Any] | None = None
-    ) -> tuple[JobRecord, bool]:
+    ) -> tuple[Accepted, bool]:
         """Producer path: write the row, then enqueue. Returns ``(job, created)``.
 
         The row comes first, so an accepted job is never lost: if Redis is down
@@ -110,7 +110,7 @@ def bootstrap(
         engine=engine,
         redis=redis,
         broker=broker,
-        jobs=JobStore(job_pool(settings.libpq_url, size=2 * settings.db_pool_size, timeout_s=5)),
+        jobs=JobStore(lambda: job_pool(settings.libpq_url, size=2 * settings.db_pool_size, timeout_s=5)),
         dispatcher=Dispatcher(broker),
         accounts=Accounts(
             engine,

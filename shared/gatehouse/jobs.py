@@ -21,6 +21,7 @@ once, in ``gatehouse.models`` (migrations and the tests check they agree).
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -32,6 +33,8 @@ from psycopg import Cursor
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
+
+from gatehouse import progress as P
 
 T = TypeVar("T")
 
@@ -79,6 +82,41 @@ class JobRecord:
 COLUMNS = ", ".join(f.name for f in fields(JobRecord))
 
 
+@dataclass
+class RunRecord:
+    """What a run needs of its row (the claim returns only these: it is every job's hot path)."""
+
+    id: uuid.UUID
+    type: str
+    queue: str
+    account_id: uuid.UUID | None
+    tier: str
+    claims: int
+    attempt: int
+    max_attempts: int
+    progress: dict[str, Any] | None
+    payload: dict[str, Any]
+    checkpoint: dict[str, Any] | None
+    created_at: datetime
+
+
+RUN_COLUMNS = ", ".join(f.name for f in fields(RunRecord))
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """What the producer needs of a row it wrote or found: enough to enqueue it and to answer."""
+
+    id: uuid.UUID
+    queue: str
+    type: str
+    delivery: int
+    state: str
+
+
+ACCEPTED_COLUMNS = ", ".join(f.name for f in fields(Accepted))
+
+
 @dataclass(frozen=True)
 class Delivery:
     """What a message needs to (re)deliver a job: the row id and its delivery number."""
@@ -94,7 +132,7 @@ class Delivery:
 class Claim:
     """A claimed run: the row as claimed and the fencing token for later writes."""
 
-    job: JobRecord
+    job: RunRecord
     claims: int
 
     @property
@@ -134,17 +172,23 @@ SQL_CREATE = f"""
 INSERT INTO jobs (id, type, queue, tier, account_id, max_attempts, payload)
 VALUES (%(id)s, %(type)s, %(queue)s, %(tier)s, %(account_id)s, %(max_attempts)s, %(payload)s)
 ON CONFLICT (account_id, type) WHERE {_LIVE} DO NOTHING
-RETURNING {COLUMNS}"""
-SQL_LIVE = f"SELECT {COLUMNS} FROM jobs WHERE account_id = %(account_id)s AND type = %(type)s AND {_LIVE}"
+RETURNING {ACCEPTED_COLUMNS}"""
+SQL_LIVE = (
+    f"SELECT {ACCEPTED_COLUMNS} FROM jobs WHERE account_id = %(account_id)s AND type = %(type)s AND {_LIVE}"
+)
 SQL_GET = f"SELECT {COLUMNS} FROM jobs WHERE id = %(id)s"
-# The claim; with a progress it also records the start (one statement for jobs without admission).
-SQL_CLAIM = f"""
+# The claim. A job type without admission (no gate) is claimed and started in one
+# statement (SQL_CLAIM_AND_START, its running progress a constant); a gated one is
+# started after the gate let it in (SQL_START).
+_CLAIM = f"""
 UPDATE jobs SET state = 'active', claims = claims + 1, worker = %(worker)s, lease_until = {_LEASE},
-  progress = coalesce(%(progress)s, progress),
-  started_at = CASE WHEN %(progress)s::jsonb IS NULL THEN started_at ELSE coalesce(started_at, now()) END,
-  updated_at = now()
+  {{start}}updated_at = now()
 WHERE id = %(id)s AND delivery = %(delivery)s AND state IN ('waiting', 'delayed')
-RETURNING {COLUMNS}"""
+RETURNING {RUN_COLUMNS}"""
+SQL_CLAIM = _CLAIM.format(start="")
+SQL_CLAIM_AND_START = _CLAIM.format(
+    start=f"progress = '{json.dumps(P.stored(P.RUNNING))}'::jsonb, started_at = coalesce(started_at, now()),\n  "
+)
 SQL_START = f"""
 UPDATE jobs SET progress = %(progress)s, started_at = coalesce(started_at, now()), updated_at = now()
 WHERE {_FENCE} RETURNING id"""
@@ -185,22 +229,28 @@ ORDER BY created_at"""
 
 
 class JobStore:
-    """The job rows, on a pool of its own (see ``pool``); it opens on first use, so a
-    process that forks (gunicorn, the dramatiq CLI) never hands a live pool to a child."""
+    """The job rows, on a pool of their own (see ``pool``).
 
-    def __init__(self, pool: ConnectionPool) -> None:
-        self.pool = pool
-        self._opening = threading.Lock()
-        self._opened = False
+    The pool opens on first use, so a process that forks (gunicorn, the dramatiq
+    CLI) never hands live pool threads to a child; ``close`` is like an engine's
+    dispose: the next use opens a fresh pool.
+    """
+
+    def __init__(self, make_pool: Callable[[], ConnectionPool]) -> None:
+        self._make_pool = make_pool
+        self._pool: ConnectionPool | None = None
+        self._lock = threading.Lock()
 
     @contextlib.contextmanager
     def _cursor(self, row: Callable[..., T]) -> Iterator[Cursor[T]]:
-        if not self._opened:
-            with self._opening:
-                if not self._opened:
-                    self.pool.open()
-                    self._opened = True
-        with self.pool.connection() as conn, conn.cursor(row_factory=class_row(row)) as cur:
+        pool = self._pool
+        if pool is None:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = self._make_pool()
+                    self._pool.open()
+                pool = self._pool
+        with pool.connection() as conn, conn.cursor(row_factory=class_row(row)) as cur:
             yield cur
 
     def _one(self, sql: str, params: dict[str, Any], row: Callable[..., T]) -> T | None:
@@ -212,8 +262,10 @@ class JobStore:
             return cur.execute(sql, params).fetchall()
 
     def close(self) -> None:
-        self._opened = True  # never reopen
-        self.pool.close()
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
 
     # -- producer side -------------------------------------------------------------
 
@@ -226,7 +278,7 @@ class JobStore:
         account_id: uuid.UUID | None,
         max_attempts: int,
         payload: dict[str, Any] | None = None,
-    ) -> tuple[JobRecord, bool]:
+    ) -> tuple[Accepted, bool]:
         """Insert a waiting job, or return the live job of (account, type).
 
         Returns ``(job, created)``; ``created`` is False when another live job
@@ -244,10 +296,10 @@ class JobStore:
         # The live job can finish between the conflicting insert and the read;
         # then the next insert succeeds.
         for _ in range(5):
-            row = self._one(SQL_CREATE, params, JobRecord)
+            row = self._one(SQL_CREATE, params, Accepted)
             if row is not None:
                 return row, True
-            row = self._one(SQL_LIVE, params, JobRecord)
+            row = self._one(SQL_LIVE, params, Accepted)
             if row is not None:
                 return row, False
         raise RuntimeError(f"could not create or find a live {type} job for account {account_id}")
@@ -281,7 +333,7 @@ class JobStore:
         )
         return self._all(sql, params, JobRecord)
 
-    def delivery_of(self, job: JobRecord) -> Delivery:
+    def delivery_of(self, job: Accepted | JobRecord) -> Delivery:
         return _delivery(job)
 
     # -- consumer side -------------------------------------------------------------
@@ -293,15 +345,15 @@ class JobStore:
         lease_ms: int,
         *,
         worker: str | None = None,
-        start: dict[str, Any] | None = None,
+        start: bool = False,
     ) -> Claim | None:
         """Take the row for this delivery, or None when the message is stale.
 
-        With ``start`` (the running progress) the claim also records the start:
-        a job without admission (no gate) is claimed and running in one statement.
+        With ``start`` the claim also records the start (phase running): a job
+        without admission (no gate) is claimed and running in one statement.
         """
-        params = dict(id=job_id, delivery=delivery, lease_ms=lease_ms, worker=worker, progress=_json(start))
-        row = self._one(SQL_CLAIM, params, JobRecord)
+        params = dict(id=job_id, delivery=delivery, lease_ms=lease_ms, worker=worker)
+        row = self._one(SQL_CLAIM_AND_START if start else SQL_CLAIM, params, RunRecord)
         return Claim(row, row.claims) if row else None
 
     def _fenced(self, sql: str, claim: Claim, row: Callable[..., T], **params: Any) -> T | None:

@@ -62,7 +62,7 @@ def test_an_expired_lease_puts_the_job_back_in_line_and_fences_the_old_run(gh):
     [requeued] = wait_until(lambda: gh.jobs.requeue_orphans(set()), timeout=5, what="the lease to expire")
     assert requeued.delivery == 2 and gh.jobs.get(job.id).state == "waiting"
     new = gh.jobs.claim(job.id, 2, 60_000, worker="w-new")
-    assert new.claims == 2 and new.job.worker == "w-new"
+    assert new.claims == 2 and gh.jobs.get(job.id).worker == "w-new"
     assert gh.jobs.finish(old, state="completed", progress={}, result={"from": "old"}) is False
     assert gh.jobs.renew([old, new], 60_000) == {old.key}  # the old run learns it lost the row
     assert gh.jobs.finish(new, state="completed", progress={}, result={"from": "new"}) is True
@@ -87,10 +87,14 @@ def test_the_running_jobs_of_a_dead_worker_go_back_in_line_and_no_others(gh):
 
 def test_a_claim_without_admission_records_the_start_in_the_same_statement(gh):
     job, _ = create(gh, account(gh))
-    claim = gh.jobs.claim(job.id, 1, 60_000, start={"phase": "running"})
-    assert claim.job.started_at is not None and claim.job.progress == {"phase": "running"}
+    claim = gh.jobs.claim(job.id, 1, 60_000, start=True)
+    assert claim.job.progress["phase"] == "running"
     row = gh.jobs.get(job.id)
-    assert (row.state, row.started_at, row.progress) == ("active", claim.job.started_at, {"phase": "running"})
+    assert (row.state, row.started_at is not None, row.progress) == ("active", True, claim.job.progress)
+    # … while a claim without start leaves both to the admission that follows it
+    other, _ = create(gh, account(gh))
+    assert gh.jobs.claim(other.id, 1, 60_000).job.progress is None
+    assert gh.jobs.get(other.id).started_at is None
 
 
 def test_wake_makes_a_delayed_job_due_under_a_new_delivery(gh):

@@ -124,17 +124,22 @@ class LeaseKeeper:
         held = self.held()
         lost = self.gh.jobs.renew([h.ctx.claim for h in held], self.s.job_lease_ms)
         for h in held:
-            if h.ctx.claim.key in lost:
+            if h.ctx.claim.key in lost and self._still_holds(h, h.gate):
                 log.warning("job %s lost its row to another worker; it stops", h.ctx.claim.job_id)
                 h.ctx.lost.set()
 
     def renew_gates(self) -> None:
-        held = [h for h in self.held() if h.gate is not None]
-        lost = self.gh.gate.heartbeat_many([h.gate for h in held], lease_ms=self.s.gate_lease_ms)
-        for h in held:
-            if h.gate in lost:
-                log.warning("job %s lost the gate of account %s; it stops", h.ctx.claim.job_id, h.gate[0])
+        held = [(h, h.gate) for h in self.held() if h.gate is not None]
+        lost = self.gh.gate.heartbeat_many([gate for _, gate in held], lease_ms=self.s.gate_lease_ms)
+        for h, gate in held:
+            if gate in lost and self._still_holds(h, gate):
+                log.warning("job %s lost the gate of account %s; it stops", h.ctx.claim.job_id, gate[0])
                 h.ctx.lost.set()
+
+    def _still_holds(self, held: Held, gate: tuple[str, str] | None) -> bool:
+        """A run that finished (or gave its gate back) during the renewal did not lose it: it let go."""
+        with self._lock:
+            return self._held.get(held.ctx.claim.key) is held and held.gate == gate
 
     def recover(self) -> int:
         dead = self.dead.look(self.gh.jobs.running_workers())

@@ -111,10 +111,13 @@ class JobRuntime(Middleware):
         except (IndexError, KeyError, TypeError, ValueError):
             log.error("malformed job message %s dropped: %r", message.message_id, message)
             return None
-        start = None if self._gated(job_type) else P.stored(P.RUNNING)
         try:
             claim = self.gh.jobs.claim(
-                job_id, delivery, self.s.job_lease_ms, worker=self.leases.worker, start=start
+                job_id,
+                delivery,
+                self.s.job_lease_ms,
+                worker=self.leases.worker,
+                start=not self._gated(job_type),
             )
         except DB_DOWN:
             log.warning("cannot claim job %s: PostgreSQL unavailable; again in %d ms", job_id, CLAIM_RETRY_MS)
