@@ -68,18 +68,19 @@ def schedules(overrides: dict[str, dict[str, Any]]) -> dict[str, Schedule]:
     return by_name
 
 
-def _key(name: str, what: str) -> str:
+def schedule_key(name: str, what: str) -> str:
+    """Where the scheduler records a schedule's ``last`` or ``next`` run."""
     return f"gatehouse:schedule:{name}:{what}"
 
 
 def record_run(redis: Redis, name: str, at: datetime) -> None:
-    redis.set(_key(name, "last"), at.isoformat())
+    redis.set(schedule_key(name, "last"), at.isoformat())
 
 
 def record_next(redis: Redis, name: str, at: datetime) -> None:
-    redis.set(_key(name, "next"), at.isoformat())
+    redis.set(schedule_key(name, "next"), at.isoformat())
 
 
 def runs(redis: Redis, name: str) -> tuple[str | None, str | None]:
-    last, next_ = redis.mget(_key(name, "last"), _key(name, "next"))
+    last, next_ = redis.mget(schedule_key(name, "last"), schedule_key(name, "next"))
     return (last.decode() if last else None, next_.decode() if next_ else None)

@@ -20,8 +20,8 @@ from gatehouse.dispatch import Dispatcher
 from gatehouse.jobs import JobStore
 
 
-def new_worker_name() -> str:
-    """Unique per process start: host, pid and a random tail (pids are reused)."""
+def process_name() -> str:
+    """A name unique to this process start: host, pid and a random tail (pids are reused)."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 

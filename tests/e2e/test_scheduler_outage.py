@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from gatehouse.schedules import schedule_key
 from tests.conftest import IN_CI
 from tests.support.processes import Proc, free_port, wait_until
 from tests.support.wb_sandbox import quiet_schedules
@@ -131,7 +132,7 @@ def alive_and(scheduler: Proc, predicate):
 
 
 def next_runs_published(private_redis: PrivateRedis) -> bool:
-    keys = [f"gatehouse:schedule:{name}:next" for name in SCHEDULES]
+    keys = [schedule_key(name, "next") for name in SCHEDULES]
     try:
         return all(private_redis.client.mget(keys))
     except redis.RedisError:

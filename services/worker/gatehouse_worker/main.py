@@ -5,10 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import socket
 import sys
 import time
-import uuid
 from datetime import timedelta
 
 import pendulum
@@ -19,6 +17,7 @@ from redis import RedisError
 
 from gatehouse.entrypoint import prepare_children, settings_or_exit
 from gatehouse.schedules import record_next
+from gatehouse.workers import process_name
 
 log = logging.getLogger("periodiq")
 SETUP = "gatehouse_worker.wiring:setup"
@@ -47,6 +46,11 @@ def worker() -> None:
     sys.exit(dramatiq_cli.main())
 
 
+def tick_key(actor_name: str, minute: str) -> str:
+    """The lock that lets one scheduler, and only one, send a tick for a minute."""
+    return f"gatehouse:tick:{actor_name}:{minute}"
+
+
 class TickOnceScheduler:
     """periodiq's cron ticks, sent once across all schedulers, riding out Redis outages.
 
@@ -63,7 +67,7 @@ class TickOnceScheduler:
     def __init__(self, actors, redis) -> None:
         self.actors = actors
         self.redis = redis
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"  # this scheduler's locks
+        self.owner = process_name()  # this scheduler's locks
         self.owed: dict[str, tuple[object, str]] = {}  # actor name -> (actor, minute) not sent yet
         self.seen: dict[str, str] = {}  # actor name -> latest minute it came due
         self.failures = 0  # consecutive wakes on which Redis did not answer
@@ -77,7 +81,7 @@ class TickOnceScheduler:
 
     def _send_owed(self, now) -> None:
         for name, (actor, minute) in list(self.owed.items()):
-            key = f"gatehouse:tick:{name}:{minute}"
+            key = tick_key(name, minute)
             # Our own lock from a try whose send failed still lets us send.
             if (
                 self.redis.set(key, self.owner, nx=True, ex=3600)

@@ -44,7 +44,7 @@ from gatehouse.errors import JobPaused, PermanentJobError
 from gatehouse.gate import job_of, owner, released_key
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Claim, Delivery, datetime_to_ms
-from gatehouse.workers import new_worker_name
+from gatehouse.workers import process_name
 from gatehouse_worker.leases import LeaseKeeper
 from gatehouse_worker.runtime import Body, JobContext
 
@@ -68,7 +68,7 @@ class JobRuntime(Middleware):
         self.gh = gh
         self.s = gh.settings
         self.timings = rd.Timings.from_settings(gh.settings)
-        self.leases = LeaseKeeper(gh, new_worker_name())
+        self.leases = LeaseKeeper(gh, process_name())
         self._message = threading.local()
 
     # -- Dramatiq hooks ------------------------------------------------------------
