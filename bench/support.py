@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import signal
 import statistics
+import subprocess
+import sys
+import tempfile
+import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import redis
@@ -15,8 +23,11 @@ from gatehouse.crypto import generate_key
 from gatehouse.db import make_engine
 from gatehouse.migrate import upgrade
 from gatehouse.settings import Settings, load_settings
+from gatehouse.workers import liveness_key
 
 BENCH_REDIS_DB = 14
+BIN = Path(sys.executable).parent  # the venv's scripts (gatehouse-worker)
+REPO = Path(__file__).resolve().parents[1]
 
 
 @contextlib.contextmanager
@@ -61,3 +72,105 @@ def running_worker(broker, threads: int = 8) -> Iterator[Worker]:
 
 def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def _env_value(value: object) -> str:
+    if hasattr(value, "get_secret_value"):
+        value = value.get_secret_value()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    if isinstance(value, dict):
+        return json.dumps(value)
+    return str(value)
+
+
+def process_env(settings: Settings, **extra: object) -> dict[str, str]:
+    """The environment of a real Gatehouse process with these settings (every field set explicitly,
+    e.g. by ``bench_settings``: the stores, the key, WORKER_IDLE_POLL_MS), plus ``extra``.
+
+    PYTHONPATH is the repo root, so ``bench.*`` job modules are importable there.
+    """
+    fields = {name: getattr(settings, name) for name in settings.model_fields_set}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "PYTHONPATH": str(REPO),
+    }
+    env.update({name.upper(): _env_value(v) for name, v in {**fields, **extra}.items() if v is not None})
+    return env
+
+
+class WorkerProcesses:
+    """``gatehouse-worker --processes N --threads M`` in its own session, its output in a log file."""
+
+    def __init__(self, settings: Settings, *, processes: int, threads: int, **extra: object) -> None:
+        self.settings = settings
+        self.processes = processes
+        self.log_path = Path(tempfile.mkstemp(prefix="bench-worker-", suffix=".log")[1])
+        argv = [str(BIN / "gatehouse-worker"), "--processes", str(processes), "--threads", str(threads)]
+        with open(self.log_path, "wb") as log:
+            self.popen = subprocess.Popen(
+                argv,
+                env=process_env(settings, **extra),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: a failed stop can kill the whole tree
+                cwd=REPO,
+            )
+
+    def log_tail(self, chars: int = 4000) -> str:
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+    def alive(self) -> int:
+        """How many worker processes have a liveness key (written at boot, before they consume)."""
+        client = redis.Redis.from_url(self.settings.redis_url)
+        try:
+            return sum(1 for _ in client.scan_iter(match=liveness_key("*"), count=1000))
+        finally:
+            client.close()
+
+    def wait_alive(self, timeout_s: float = 60) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self.alive() < self.processes:
+            if self.popen.poll() is not None:
+                raise RuntimeError(
+                    f"gatehouse-worker exited with {self.popen.returncode}:\n{self.log_tail()}"
+                )
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"gatehouse-worker not alive after {timeout_s} s:\n{self.log_tail()}")
+            time.sleep(0.05)
+
+    def stop(self) -> int:
+        """SIGTERM to the top process (it stops its children), wait; kill the group if it hangs."""
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=self.settings.shutdown_timeout_ms / 1000 + 30)
+            except subprocess.TimeoutExpired:
+                print(f"gatehouse-worker did not stop on SIGTERM; killing it. Log:\n{self.log_tail()}")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signal.SIGKILL)  # what is left of the group (nothing, normally)
+        rc = self.popen.wait()
+        if rc != 0:
+            print(f"gatehouse-worker exited with {rc}. Log:\n{self.log_tail()}")
+        else:
+            self.log_path.unlink(missing_ok=True)
+        return rc
+
+
+@contextlib.contextmanager
+def worker_processes(
+    settings: Settings, *, processes: int = 2, threads: int = 4, **extra: object
+) -> Iterator[WorkerProcesses]:
+    """Real worker processes for a benchmark: started, alive (every process's liveness key), stopped.
+
+    ``extra`` are more settings for them (``job_modules="gatehouse_worker.jobs,bench.x"``).
+    """
+    workers = WorkerProcesses(settings, processes=processes, threads=threads, **extra)
+    try:
+        workers.wait_alive()
+        yield workers
+    finally:
+        workers.stop()
