@@ -11,19 +11,33 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, select
 from sqlmodel import Session
 
+from gatehouse.audit import ADMIN_ACTOR
 from gatehouse.crypto import TokenCipher
 from gatehouse.errors import ConfigurationError, NotFound
 from gatehouse.models import Account, ApiKey
+from gatehouse.users import USER_KEY_PREFIX, Users
 
 KEY_PREFIX = "ghk_"
 
 
 @dataclass(frozen=True)
 class Principal:
-    """Who is calling: the admin, or the holder of one account's key."""
+    """Who is calling: the admin token, a staff user (``user_id``; role admin), or one account's key."""
 
     admin: bool = False
     account_id: uuid.UUID | None = None
+    # The staff user of a user key: the requester of what the request starts.
+    user_id: uuid.UUID | None = None
+
+    @property
+    def bootstrap(self) -> bool:
+        """The ADMIN_TOKEN itself (no user behind it)."""
+        return self.admin and self.user_id is None
+
+    @property
+    def actor(self) -> str:
+        """Who audit rows name: the user's id, or "admin" for the bootstrap token."""
+        return str(self.user_id) if self.user_id else ADMIN_ACTOR
 
     def may_see(self, account_id: uuid.UUID | None) -> bool:
         return self.admin or (account_id is not None and account_id == self.account_id)
@@ -37,10 +51,17 @@ def _sha256(secret: str) -> str:
 
 
 class Accounts:
-    def __init__(self, engine: Engine, cipher: TokenCipher | None, admin_token: str | None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        cipher: TokenCipher | None,
+        admin_token: str | None,
+        users: Users | None = None,
+    ) -> None:
         self.engine = engine
         self._cipher = cipher
         self._admin_token = admin_token
+        self._users = users or Users(engine)
 
     @property
     def cipher(self) -> TokenCipher:
@@ -86,6 +107,9 @@ class Accounts:
     def authenticate(self, token: str) -> Principal | None:
         if self._admin_token and hmac.compare_digest(token.encode(), self._admin_token.encode()):
             return ADMIN
+        if token.startswith(USER_KEY_PREFIX):
+            user = self._users.authenticate(token)
+            return None if user is None else Principal(admin=user.role == "admin", user_id=user.id)
         if not token.startswith(KEY_PREFIX):
             return None
         key_id, _, secret = token[len(KEY_PREFIX) :].partition("_")

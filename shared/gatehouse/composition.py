@@ -21,6 +21,7 @@ from sqlalchemy import Engine
 
 from gatehouse.accounts import Accounts
 from gatehouse.bucket import RedisTokenBucket
+from gatehouse.catalog import CatalogStore
 from gatehouse.crypto import TokenCipher
 from gatehouse.db import make_engine
 from gatehouse.dispatch import Dispatcher
@@ -29,6 +30,7 @@ from gatehouse.job_types import JobType
 from gatehouse.jobs import Accepted, JobStore
 from gatehouse.jobs import pool as job_pool
 from gatehouse.settings import Settings, load_settings
+from gatehouse.users import Users
 from gatehouse.wb.limits import Limit, client_limits
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,8 @@ class Gatehouse:
     gate: RedisGate
     buckets: RedisTokenBucket
     wb_limits: dict[str, Limit]
+    users: Users
+    catalog: CatalogStore
 
     def submit(
         self, job_type: JobType, *, account_id: uuid.UUID | None, payload: dict[str, Any] | None = None
@@ -105,6 +109,7 @@ def bootstrap(
         # defaults (Retries, TimeLimit, …) are replaced by the job lifecycle.
         middleware=[],
     )
+    users = Users(engine)
     gatehouse = Gatehouse(
         settings=settings,
         engine=engine,
@@ -116,10 +121,13 @@ def bootstrap(
             engine,
             TokenCipher(settings) if settings.token_encryption_key else None,
             settings.admin_token.get_secret_value() if settings.admin_token else None,
+            users,
         ),
         gate=RedisGate(redis),
         buckets=RedisTokenBucket(redis),
         wb_limits=client_limits(settings.wb_limits, settings.wb_limit_headroom),
+        users=users,
+        catalog=CatalogStore(engine),
     )
     for middleware in consumer_middleware(gatehouse) if consumer_middleware else ():
         broker.add_middleware(middleware)

@@ -46,6 +46,16 @@ class Forbidden(GatehouseError):
     code = "FORBIDDEN"
 
 
+class Conflict(GatehouseError):
+    """The change collides with what is stored (a duplicate email or sku); ``field`` names what collides."""
+
+    code = "CONFLICT"
+
+    def __init__(self, detail: str, *, field: str | None = None, code: str | None = None) -> None:
+        super().__init__(detail, code=code)
+        self.field = field
+
+
 class StoreUnavailable(GatehouseError):
     """A store did not answer (down, refusing, frozen); the same request may succeed shortly.
 

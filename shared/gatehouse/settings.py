@@ -203,6 +203,9 @@ class Settings(BaseSettings):
     # /readyz waits this long for each store before it reports it down; below the
     # readiness probe's own timeout (infra/k8s: 3 s), so the probe gets an answer.
     ready_timeout_ms: int = 1_000
+    # POST /v1/admin/catalog/products/batch (up to 1,000 products) may send a body
+    # this large; every other request body stays under MAX_BODY_BYTES.
+    catalog_batch_max_body_bytes: int = 4_194_304
 
 
 def load_settings(**overrides: object) -> Settings:

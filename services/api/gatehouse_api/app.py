@@ -14,7 +14,7 @@ from gatehouse_api import errors
 from gatehouse_api.auth import Authenticate
 from gatehouse_api.methods import UnknownMethods, with_head
 from gatehouse_api.openapi import OpenApi
-from gatehouse_api.resources import accounts, admin, jobs
+from gatehouse_api.resources import accounts, admin, catalog, jobs, users
 from gatehouse_api.resources.health import Health, Metrics, Ready
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,13 @@ def create_app(gh: Gatehouse) -> falcon.App:
         "/v1/admin/accounts/{account_id:uuid}/gate": admin.AccountGate(gh),
         "/v1/admin/schedules": admin.Schedules(gh),
         "/v1/admin/schedules/{name}/run": admin.RunSchedule(gh),
+        "/v1/admin/users": users.Users(gh),
+        "/v1/admin/users/{user_id:uuid}/keys": users.UserKeys(gh),
+        "/v1/admin/catalog/products": catalog.Products(gh),
+        "/v1/admin/catalog/products/batch": catalog.ProductsBatch(gh),
+        "/v1/admin/catalog/products/{product_id:uuid}": catalog.Product(gh),
+        "/v1/admin/catalog/attributes": catalog.Attributes(gh),
+        "/v1/admin/catalog/attributes/{code}": catalog.Attribute(gh),
     }
     for path, resource in routes.items():
         app.add_route(path, with_head(resource))

@@ -1,4 +1,4 @@
-"""Bearer authentication: the admin token, or an account-scoped key."""
+"""Bearer authentication: the admin token, a staff user's key, or an account-scoped key."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ class Authenticate:
             return
         scheme, _, token = (req.get_header("Authorization") or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            raise Unauthorized("send Authorization: Bearer <admin token or account key>")
+            raise Unauthorized("send Authorization: Bearer <admin token, user key or account key>")
         principal = self.accounts.authenticate(token.strip())
         if principal is None:
             raise Unauthorized("the bearer token is not valid")
@@ -35,7 +35,14 @@ def principal(req: falcon.Request) -> Principal:
 
 
 def require_admin(req: falcon.Request) -> None:
+    """The admin token or a staff user's key (role admin)."""
     if not principal(req).admin:
+        raise Forbidden("this operation needs the admin token or a staff user's key")
+
+
+def require_admin_token(req: falcon.Request) -> None:
+    """The bootstrap ADMIN_TOKEN itself: managing staff users and their keys."""
+    if not principal(req).bootstrap:
         raise Forbidden("this operation needs the admin token")
 
 

@@ -15,6 +15,7 @@ from psycopg_pool import PoolTimeout
 
 from gatehouse.errors import (
     ConfigurationError,
+    Conflict,
     Forbidden,
     GatehouseError,
     NotFound,
@@ -31,6 +32,7 @@ STATUS_OF: dict[type[GatehouseError], int] = {
     NotFound: 404,
     Unauthorized: 401,
     Forbidden: 403,
+    Conflict: 409,
     StoreUnavailable: 503,
     ConfigurationError: 500,
 }
@@ -47,6 +49,7 @@ CODE_OF_STATUS = {
     404: "NOT_FOUND",
     405: "METHOD_NOT_ALLOWED",
     406: "NOT_ACCEPTABLE",
+    409: "CONFLICT",
     413: "PAYLOAD_TOO_LARGE",
     415: "UNSUPPORTED_MEDIA_TYPE",
     422: "VALIDATION_ERROR",
@@ -76,7 +79,7 @@ def handle_domain(req: falcon.Request, resp: falcon.Response, exc: GatehouseErro
     status = next((s for cls, s in STATUS_OF.items() if isinstance(exc, cls)), 500)
     extra: dict[str, Any] = {}
     headers: dict[str, str] | None = None
-    if isinstance(exc, ValidationFailed):
+    if isinstance(exc, ValidationFailed | Conflict):
         extra["field"] = exc.field
     elif isinstance(exc, StoreUnavailable):
         extra["store"] = exc.store

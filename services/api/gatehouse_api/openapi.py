@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from gatehouse.catalog.rules import STATUSES
 from gatehouse.job_types import REGISTRY
 from gatehouse.models import STATES
 from gatehouse_api import schemas as s
@@ -14,8 +15,9 @@ PROBLEM = "application/problem+json"
 ERRORS = {
     400: "malformed request (e.g. the body is not JSON)",
     401: "missing or invalid bearer token",
-    403: "the operation needs the admin token",
+    403: "the operation needs the admin token (or, on /v1/admin/catalog, a staff user's key)",
     404: "no such resource (or not visible to this key)",
+    409: "collides with what is stored (`code` CONFLICT, `field` names it): a taken email, sku or code",
     413: "body too large",
     415: "body is not application/json",
     422: "a field breaks a rule; `field` names it",
@@ -68,6 +70,95 @@ class Document:
 
 def uuid_param(name: str) -> dict[str, Any]:
     return {"name": name, "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}
+
+
+def page_params(*extra: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        *extra,
+        {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
+        {"name": "cursor", "in": "query", "schema": {"type": "string"}},
+    ]
+
+
+def catalog_paths(d: Document) -> dict[str, Any]:
+    """The B2B admin routes: staff users (admin token), the catalog (admin token or a user key)."""
+    product = uuid_param("productId")
+    code = {"name": "code", "in": "path", "required": True, "schema": {"type": "string"}}
+    create_errors = (400, 401, 403, 409, 413, 415, 422)
+    return {
+        "/v1/admin/users": {
+            "post": d.operation(
+                "Create a staff user (admin token)",
+                (201, s.UserCreated, "created"),
+                create_errors,
+                body=(s.CreateUser, True),
+            )
+        },
+        "/v1/admin/users/{userId}/keys": {
+            "post": d.operation(
+                "Issue a staff user's API key (admin token)",
+                (201, s.KeyCreated, "the key, shown once"),
+                (401, 403, 404),
+                params=[uuid_param("userId")],
+            )
+        },
+        "/v1/admin/catalog/products": {
+            "post": d.operation(
+                "Create a product",
+                (201, s.ProductView, "created"),
+                create_errors,
+                body=(s.CreateProduct, True),
+            ),
+            "get": d.operation(
+                "List products, newest first",
+                (200, s.ProductPage, "a page of products"),
+                (401, 403, 422),
+                params=page_params(
+                    {"name": "status", "in": "query", "schema": {"type": "string", "enum": list(STATUSES)}}
+                ),
+            ),
+        },
+        "/v1/admin/catalog/products/batch": {
+            "post": d.operation(
+                "Create up to 1,000 products, all or nothing",
+                (201, s.ProductsCreated, "all created"),
+                create_errors,
+                body=(s.CreateProducts, True),
+            )
+        },
+        "/v1/admin/catalog/products/{productId}": {
+            "get": d.operation(
+                "Read a product", (200, s.ProductView, "the product"), (401, 403, 404), params=[product]
+            ),
+            "patch": d.operation(
+                "Edit a product (attributes merge); the change is audited",
+                (200, s.ProductView, "the product as changed"),
+                (400, 401, 403, 404, 413, 415, 422),
+                body=(s.PatchProduct, True),
+                params=[product],
+            ),
+        },
+        "/v1/admin/catalog/attributes": {
+            "post": d.operation(
+                "Define a product attribute",
+                (201, s.AttributeView, "created"),
+                create_errors,
+                body=(s.CreateAttribute, True),
+            ),
+            "get": d.operation(
+                "List the attributes", (200, s.AttributeList, "every attribute, by code"), (401, 403)
+            ),
+        },
+        "/v1/admin/catalog/attributes/{code}": {
+            "patch": d.operation(
+                "Edit an attribute (label, searchable); the change is audited",
+                (200, s.AttributeView, "the attribute as changed"),
+                (400, 401, 403, 404, 413, 415, 422),
+                body=(s.PatchAttribute, True),
+                params=[code],
+            )
+        },
+    }
 
 
 def build() -> dict[str, Any]:
@@ -163,6 +254,7 @@ def build() -> dict[str, Any]:
                 params=[{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
             )
         },
+        **catalog_paths(d),
         "/healthz": {"get": d.operation("Liveness", (200, None, "alive"), (), public=True)},
         "/readyz": {
             "get": d.operation("Readiness", (200, None, "PostgreSQL and Redis answer"), (), public=True)
@@ -174,7 +266,11 @@ def build() -> dict[str, Any]:
     }
     return {
         "openapi": "3.1.0",
-        "info": {"title": "Gatehouse", "version": "1", "description": "Job API of Gatehouse."},
+        "info": {
+            "title": "Gatehouse",
+            "version": "1",
+            "description": "Job API and B2B admin API of Gatehouse.",
+        },
         "paths": paths,
         "components": {
             "schemas": d.components,

@@ -6,13 +6,20 @@ import uuid
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StringConstraints, WithJsonSchema
+from pydantic_core import PydanticCustomError
 
+from gatehouse.catalog import rules as catalog
+from gatehouse.errors import ValidationFailed
 from gatehouse.models import STATES
 from gatehouse.progress import PHASES
+from gatehouse.users import EMAIL_MAX, EMAIL_PATTERN
+from gatehouse.users import NAME_MAX as USER_NAME_MAX
 
 # Some visible character, and no NUL (PostgreSQL text cannot hold it).
 NON_BLANK = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
+# Any text without NUL, empty included.
+NO_NUL = r"^[^\u0000]*$"
 
 
 class Body(BaseModel):
@@ -115,6 +122,145 @@ class ScheduleList(Reply):
 class ScheduleRun(Reply):
     name: str
     messageId: str
+
+
+# -- B2B: staff users -------------------------------------------------------------------
+
+
+class CreateUser(Body):
+    email: Annotated[str, StringConstraints(max_length=EMAIL_MAX, pattern=EMAIL_PATTERN)] = Field(
+        description="stored lower-cased; unique regardless of case"
+    )
+    name: Annotated[str, StringConstraints(max_length=USER_NAME_MAX, pattern=NON_BLANK)]
+
+
+class UserCreated(Reply):
+    userId: uuid.UUID
+    email: str
+    name: str
+
+
+# -- B2B: catalog (admin) ----------------------------------------------------------------
+
+Sku = Annotated[str, StringConstraints(max_length=catalog.SKU_MAX, pattern=catalog.SKU_PATTERN)]
+ProductName = Annotated[str, StringConstraints(max_length=catalog.NAME_MAX, pattern=NON_BLANK)]
+Description = Annotated[str, StringConstraints(max_length=catalog.DESCRIPTION_MAX, pattern=NO_NUL)]
+Status = Literal[catalog.STATUSES]  # type: ignore[valid-type]
+Code = Annotated[str, StringConstraints(max_length=catalog.CODE_MAX, pattern=catalog.CODE_PATTERN)]
+Label = Annotated[str, StringConstraints(max_length=catalog.LABEL_MAX, pattern=NON_BLANK)]
+VALUE_SCHEMA: list[dict[str, Any]] = [
+    {"type": "string", "maxLength": catalog.VALUE_MAX, "pattern": NO_NUL},
+    {"type": "number"},
+    {"type": "boolean"},
+]
+
+
+def _attribute_value(removable: bool) -> Any:
+    """One value, checked by the catalog's rule (one error at ``attributes.<code>``, no union noise)."""
+
+    def check(value: Any) -> Any:
+        try:
+            catalog.check_value(value, "value", removable=removable)
+        except ValidationFailed as exc:
+            raise PydanticCustomError("attribute_value", exc.detail.removeprefix("value ")) from None
+        return value
+
+    schema = [*VALUE_SCHEMA, {"type": "null"}] if removable else VALUE_SCHEMA
+    return Annotated[Any, PlainValidator(check), WithJsonSchema({"anyOf": schema})]
+
+
+AttributeValue = _attribute_value(removable=False)
+RemovableValue = _attribute_value(removable=True)
+ATTRIBUTES_DOC = "{attribute code: string, number or boolean}; every code must be a defined attribute"
+# PATCH bodies must change something.
+SOME_FIELD = ConfigDict(json_schema_extra={"minProperties": 1})
+
+
+class PriceBody(Body):
+    amount: Annotated[int, Field(ge=0, le=catalog.AMOUNT_MAX, description="minor units (e.g. grosze)")]
+    currency: Annotated[str, StringConstraints(pattern=catalog.CURRENCY_PATTERN)] = Field(
+        description="ISO 4217, e.g. PLN"
+    )
+
+
+class CreateProduct(Body):
+    sku: Sku
+    name: ProductName
+    description: Description = ""
+    price: PriceBody
+    status: Status = "draft"
+    attributes: Annotated[
+        dict[Code, AttributeValue], Field(max_length=catalog.ATTRIBUTES_MAX, description=ATTRIBUTES_DOC)
+    ] = Field(default_factory=dict)
+
+
+class CreateProducts(Body):
+    items: Annotated[list[CreateProduct], Field(min_length=1, max_length=catalog.BATCH_MAX)]
+
+
+class PatchProduct(Body):
+    """Only the fields sent change; ``attributes`` merges into the product's (null removes a code)."""
+
+    model_config = SOME_FIELD
+
+    name: ProductName = None
+    description: Description = None
+    price: PriceBody = None
+    status: Status = None
+    attributes: Annotated[
+        dict[Code, RemovableValue],
+        Field(max_length=catalog.ATTRIBUTES_MAX, description="merged; a null value removes the code"),
+    ] = None
+
+
+class PriceView(Reply):
+    amount: int
+    currency: str
+
+
+class ProductView(Reply):
+    productId: uuid.UUID
+    sku: str
+    name: str
+    description: str
+    price: PriceView
+    status: Status
+    attributes: dict[str, Any]
+    createdAt: datetime
+    updatedAt: datetime
+
+
+class ProductPage(Reply):
+    items: list[ProductView]
+    nextCursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
+
+
+class ProductsCreated(Reply):
+    created: int
+
+
+class CreateAttribute(Body):
+    code: Code
+    label: Label
+    searchable: bool = Field(default=False, description="its values go into the products' search documents")
+
+
+class PatchAttribute(Body):
+    model_config = SOME_FIELD
+
+    label: Label = None
+    searchable: bool = None
+
+
+class AttributeView(Reply):
+    code: str
+    label: str
+    searchable: bool
+    createdAt: datetime
+
+
+class AttributeList(Reply):
+    items: list[AttributeView]
 
 
 class Problem(BaseModel):

@@ -4,7 +4,10 @@ from alembic import context
 from sqlmodel import SQLModel
 
 # Importing the table modules registers their tables on SQLModel.metadata.
+import gatehouse.audit
+import gatehouse.catalog.tables
 import gatehouse.models
+import gatehouse.users
 import gatehouse.wb.tables  # noqa: F401
 
 config = context.config

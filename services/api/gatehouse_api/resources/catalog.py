@@ -1,0 +1,160 @@
+"""The B2B catalog's admin API: products and attributes (admin token or a staff user's key)."""
+
+from __future__ import annotations
+
+import uuid
+
+import falcon
+
+from gatehouse.catalog import AttributeRecord, NewProduct, Price, ProductPatch, ProductRecord
+from gatehouse.catalog.rules import STATUSES
+from gatehouse.composition import Gatehouse
+from gatehouse.errors import ValidationFailed
+from gatehouse_api.auth import principal, require_admin
+from gatehouse_api.body import read_json
+from gatehouse_api.resources.jobs import _limit, decode_cursor, encode_cursor
+from gatehouse_api.schemas import (
+    AttributeList,
+    AttributeView,
+    CreateAttribute,
+    CreateProduct,
+    CreateProducts,
+    PatchAttribute,
+    PatchProduct,
+    PriceBody,
+    PriceView,
+    ProductPage,
+    ProductsCreated,
+    ProductView,
+)
+
+
+def product_view(p: ProductRecord) -> dict:
+    return ProductView(
+        productId=p.id,
+        sku=p.sku,
+        name=p.name,
+        description=p.description,
+        price=PriceView(amount=p.price_amount, currency=p.price_currency),
+        status=p.status,
+        attributes=p.attributes,
+        createdAt=p.created_at,
+        updatedAt=p.updated_at,
+    ).model_dump(mode="json")
+
+
+def attribute_model(a: AttributeRecord) -> AttributeView:
+    return AttributeView(code=a.code, label=a.label, searchable=a.searchable, createdAt=a.created_at)
+
+
+def attribute_view(a: AttributeRecord) -> dict:
+    return attribute_model(a).model_dump(mode="json")
+
+
+def _price(body: PriceBody) -> Price:
+    return Price(amount=body.amount, currency=body.currency)
+
+
+def new_product(body: CreateProduct) -> NewProduct:
+    return NewProduct(
+        sku=body.sku,
+        name=body.name,
+        description=body.description,
+        price=_price(body.price),
+        status=body.status,
+        attributes=dict(body.attributes),
+    )
+
+
+class Products:
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        require_admin(req)
+        body = read_json(req, CreateProduct, max_bytes=self.gh.settings.max_body_bytes)
+        product = self.gh.catalog.create_product(new_product(body))
+        resp.status = 201
+        resp.location = f"/v1/admin/catalog/products/{product.id}"
+        resp.media = product_view(product)
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        require_admin(req)
+        status = req.get_param("status") or None
+        if status is not None and status not in STATUSES:
+            raise ValidationFailed(f"status must be one of {', '.join(STATUSES)}", field="status")
+        limit = _limit(req.get_param("limit"))
+        cursor = req.get_param("cursor")
+        before = decode_cursor(cursor) if cursor else None
+        products = self.gh.catalog.list_products(status=status, limit=limit + 1, before=before)
+        page, more = products[:limit], len(products) > limit
+        resp.media = ProductPage(
+            items=[product_view(p) for p in page], nextCursor=encode_cursor(page[-1]) if more else None
+        ).model_dump(mode="json")
+
+
+class ProductsBatch:
+    """Up to 1,000 products in one transaction: all are created, or none."""
+
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        require_admin(req)
+        body = read_json(req, CreateProducts, max_bytes=self.gh.settings.catalog_batch_max_body_bytes)
+        created = self.gh.catalog.create_products([new_product(item) for item in body.items])
+        resp.status = 201
+        resp.media = ProductsCreated(created=created).model_dump(mode="json")
+
+
+class Product:
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, product_id: uuid.UUID) -> None:
+        require_admin(req)
+        resp.media = product_view(self.gh.catalog.get_product(product_id))
+
+    def on_patch(self, req: falcon.Request, resp: falcon.Response, product_id: uuid.UUID) -> None:
+        require_admin(req)
+        body = read_json(req, PatchProduct, max_bytes=self.gh.settings.max_body_bytes)
+        patch = ProductPatch(
+            name=body.name,
+            description=body.description,
+            price=_price(body.price) if body.price is not None else None,
+            status=body.status,
+            attributes=dict(body.attributes) if body.attributes is not None else None,
+        )
+        product = self.gh.catalog.patch_product(product_id, patch, actor=principal(req).actor)
+        resp.media = product_view(product)
+
+
+class Attributes:
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        require_admin(req)
+        body = read_json(req, CreateAttribute, max_bytes=self.gh.settings.max_body_bytes)
+        attribute = self.gh.catalog.create_attribute(body.code, body.label, body.searchable)
+        resp.status = 201
+        resp.location = f"/v1/admin/catalog/attributes/{attribute.code}"
+        resp.media = attribute_view(attribute)
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        require_admin(req)
+        items = [attribute_model(a) for a in self.gh.catalog.list_attributes()]
+        resp.media = AttributeList(items=items).model_dump(mode="json")
+
+
+class Attribute:
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+
+    def on_patch(self, req: falcon.Request, resp: falcon.Response, code: str) -> None:
+        require_admin(req)
+        body = read_json(req, PatchAttribute, max_bytes=self.gh.settings.max_body_bytes)
+        attribute = self.gh.catalog.patch_attribute(
+            code, label=body.label, searchable=body.searchable, actor=principal(req).actor
+        )
+        resp.media = attribute_view(attribute)

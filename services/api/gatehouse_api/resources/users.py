@@ -1,0 +1,34 @@
+"""Staff users of the B2B platform and their keys (the bootstrap admin token only)."""
+
+from __future__ import annotations
+
+import uuid
+
+import falcon
+
+from gatehouse.composition import Gatehouse
+from gatehouse_api.auth import require_admin_token
+from gatehouse_api.body import read_json
+from gatehouse_api.schemas import CreateUser, KeyCreated, UserCreated
+
+
+class Users:
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        require_admin_token(req)
+        body = read_json(req, CreateUser, max_bytes=self.gh.settings.max_body_bytes)
+        user = self.gh.users.create(body.email, body.name)
+        resp.status = 201
+        resp.media = UserCreated(userId=user.id, email=user.email, name=user.name).model_dump(mode="json")
+
+
+class UserKeys:
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, user_id: uuid.UUID) -> None:
+        require_admin_token(req)
+        resp.status = 201
+        resp.media = KeyCreated(key=self.gh.users.issue_key(user_id)).model_dump(mode="json")

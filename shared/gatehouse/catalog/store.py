@@ -1,0 +1,250 @@
+"""The catalog's SQL: products and attributes, each change one transaction with its audit row."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Engine, text
+
+from gatehouse import audit
+from gatehouse.catalog import rules
+from gatehouse.catalog.rules import NewProduct, Price, ProductPatch
+from gatehouse.catalog.tables import ATTRIBUTE_COLUMNS, PRODUCT_COLUMNS, AttributeRecord, ProductRecord
+from gatehouse.errors import Conflict, NotFound, ValidationFailed
+
+# Many products in one statement: the rows travel as one JSON array.
+INSERT_PRODUCTS = text(
+    f"""
+    INSERT INTO products (id, sku, name, description, price_amount, price_currency, status, attributes)
+    SELECT i.id, i.sku, i.name, i.description, i.price_amount, i.price_currency, i.status, i.attributes
+    FROM jsonb_to_recordset(CAST(:items AS jsonb)) AS i(
+        id uuid, sku text, name text, description text, price_amount bigint,
+        price_currency text, status text, attributes jsonb
+    )
+    ON CONFLICT (sku) DO NOTHING
+    RETURNING {PRODUCT_COLUMNS}
+    """
+)
+
+
+def _row(product: NewProduct) -> dict[str, Any]:
+    return {
+        "id": str(uuid.uuid4()),
+        "sku": product.sku,
+        "name": product.name,
+        "description": product.description,
+        "price_amount": product.price.amount,
+        "price_currency": product.price.currency,
+        "status": product.status,
+        "attributes": product.attributes,
+    }
+
+
+class CatalogStore:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # -- products --------------------------------------------------------------------
+
+    def create_product(self, product: NewProduct) -> ProductRecord:
+        rules.check_new(product)
+        with self.engine.begin() as conn:
+            self._require_attributes(conn, {code: "attributes" for code in product.attributes})
+            created = self._insert(conn, [product])
+        if not created:
+            raise Conflict(f"a product with sku {product.sku} already exists", field="sku")
+        return created[0]
+
+    def create_products(self, products: list[NewProduct]) -> int:
+        """All or nothing: every product is created in one transaction, or none (409 on a taken sku)."""
+        rules.check_batch(products)
+        with self.engine.begin() as conn:
+            fields_of: dict[str, str] = {}
+            for i, p in enumerate(products):
+                for code in p.attributes:
+                    fields_of.setdefault(code, f"items.{i}.attributes")
+            self._require_attributes(conn, fields_of)
+            created = self._insert(conn, products)
+            if len(created) < len(products):
+                made = {p.sku for p in created}
+                i, taken = next((i, p) for i, p in enumerate(products) if p.sku not in made)
+                # Leaving the block with an error rolls the whole batch back.
+                raise Conflict(f"a product with sku {taken.sku} already exists", field=f"items.{i}.sku")
+        return len(created)
+
+    def get_product(self, product_id: uuid.UUID) -> ProductRecord:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                text(f"SELECT {PRODUCT_COLUMNS} FROM products WHERE id = :id"), {"id": product_id}
+            ).one_or_none()
+        if row is None:
+            raise NotFound(f"product {product_id} not found")
+        return ProductRecord(*row)
+
+    def list_products(
+        self,
+        *,
+        status: str | None = None,
+        limit: int = 50,
+        before: tuple[datetime, uuid.UUID] | None = None,
+    ) -> list[ProductRecord]:
+        """Newest first; ``before`` is the (created_at, id) of the last product of the previous page."""
+        where, params = ["TRUE"], {"limit": limit}
+        if status:
+            where.append("status = :status")
+            params["status"] = status
+        if before:
+            where.append("(created_at, id) < (:before_at, :before_id)")
+            params.update(before_at=before[0], before_id=before[1])
+        sql = (
+            f"SELECT {PRODUCT_COLUMNS} FROM products WHERE {' AND '.join(where)} "
+            "ORDER BY created_at DESC, id DESC LIMIT :limit"
+        )
+        with self.engine.connect() as conn:
+            return [ProductRecord(*row) for row in conn.execute(text(sql), params)]
+
+    def patch_product(self, product_id: uuid.UUID, patch: ProductPatch, *, actor: str) -> ProductRecord:
+        """Apply ``patch``; the change and its audit row (before/after of what changed) commit together."""
+        rules.check_patch(patch)
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                text(f"SELECT {PRODUCT_COLUMNS} FROM products WHERE id = :id FOR UPDATE"), {"id": product_id}
+            ).one_or_none()
+            if row is None:
+                raise NotFound(f"product {product_id} not found")
+            current = ProductRecord(*row)
+            change = rules.apply(
+                patch,
+                name=current.name,
+                description=current.description,
+                price=Price(current.price_amount, current.price_currency),
+                status=current.status,
+                attributes=current.attributes,
+            )
+            if not change.columns:
+                return current
+            self._require_attributes(
+                conn,
+                {
+                    code: "attributes"
+                    for code, v in (change.after.get("attributes") or {}).items()
+                    if v is not None
+                },
+            )
+            assignments = ", ".join(
+                f"{column} = CAST(:{column} AS jsonb)" if column == "attributes" else f"{column} = :{column}"
+                for column in change.columns
+            )
+            values = {k: json.dumps(v) if k == "attributes" else v for k, v in change.columns.items()}
+            updated = conn.execute(
+                text(
+                    f"UPDATE products SET {assignments}, updated_at = now() WHERE id = :id "
+                    f"RETURNING {PRODUCT_COLUMNS}"
+                ),
+                {**values, "id": product_id},
+            ).one()
+            audit.record(
+                conn,
+                actor=actor,
+                action="product.update",
+                entity="product",
+                entity_id=str(product_id),
+                before=change.before,
+                after=change.after,
+            )
+        return ProductRecord(*updated)
+
+    # -- attributes ------------------------------------------------------------------
+
+    def create_attribute(self, code: str, label: str, searchable: bool) -> AttributeRecord:
+        rules.check_code(code)
+        rules.check_label(label)
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                text(
+                    "INSERT INTO attributes (code, label, searchable) VALUES (:code, :label, :searchable) "
+                    f"ON CONFLICT (code) DO NOTHING RETURNING {ATTRIBUTE_COLUMNS}"
+                ),
+                {"code": code, "label": label, "searchable": searchable},
+            ).one_or_none()
+        if row is None:
+            raise Conflict(f"an attribute with code {code} already exists", field="code")
+        return AttributeRecord(*row)
+
+    def list_attributes(self) -> list[AttributeRecord]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(text(f"SELECT {ATTRIBUTE_COLUMNS} FROM attributes ORDER BY code"))
+            return [AttributeRecord(*row) for row in rows]
+
+    def patch_attribute(
+        self, code: str, *, label: str | None = None, searchable: bool | None = None, actor: str
+    ) -> AttributeRecord:
+        if label is None and searchable is None:
+            raise ValidationFailed("the patch changes nothing: send label and/or searchable", field=None)
+        if label is not None:
+            rules.check_label(label)
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                text(f"SELECT {ATTRIBUTE_COLUMNS} FROM attributes WHERE code = :code FOR UPDATE"),
+                {"code": code},
+            ).one_or_none()
+            if row is None:
+                raise NotFound(f"attribute {code} not found")
+            current = AttributeRecord(*row)
+            before, after = {}, {}
+            for key, old, new in (
+                ("label", current.label, label),
+                ("searchable", current.searchable, searchable),
+            ):
+                if new is not None and new != old:
+                    before[key], after[key] = old, new
+            if not after:
+                return current
+            updated = conn.execute(
+                text(
+                    "UPDATE attributes SET label = :label, searchable = :searchable WHERE code = :code "
+                    f"RETURNING {ATTRIBUTE_COLUMNS}"
+                ),
+                {
+                    "code": code,
+                    "label": after.get("label", current.label),
+                    "searchable": after.get("searchable", current.searchable),
+                },
+            ).one()
+            audit.record(
+                conn,
+                actor=actor,
+                action="attribute.update",
+                entity="attribute",
+                entity_id=code,
+                before=before,
+                after=after,
+            )
+        return AttributeRecord(*updated)
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _insert(self, conn: Connection, products: list[NewProduct]) -> list[ProductRecord]:
+        rows = conn.execute(INSERT_PRODUCTS, {"items": json.dumps([_row(p) for p in products])})
+        return [ProductRecord(*row) for row in rows]
+
+    @staticmethod
+    def _require_attributes(conn: Connection, fields_of: dict[str, str]) -> None:
+        """Every code must be a defined attribute; ``fields_of`` maps a code to the field that uses it."""
+        if not fields_of:
+            return
+        known = set(
+            conn.execute(
+                text("SELECT code FROM attributes WHERE code = ANY(:codes)"), {"codes": list(fields_of)}
+            ).scalars()
+        )
+        unknown = next((code for code in fields_of if code not in known), None)
+        if unknown is not None:
+            field = f"{fields_of[unknown]}.{unknown}"
+            raise ValidationFailed(
+                f"{field}: no attribute {unknown} is defined (POST /v1/admin/catalog/attributes first)",
+                field=field,
+            )
