@@ -4,7 +4,9 @@ With DATABASE_URL / REDIS_URL unset it starts embedded PostgreSQL and Redis
 with their data under ./var (a second run finds it again); with them set it
 uses those servers. Then it migrates and starts the WB sandbox, the API
 (BACKEND_ROLE=all: HTTP plus in-process consumers) and the scheduler, prints
-the URL and the admin token, and on Ctrl-C stops everything in order.
+the URL and the admin token, and on Ctrl-C stops everything in order. With
+SMTP_URL unset it also runs a local SMTP sink (dev/mail_sink.py) that writes
+every notification e-mail under ./var/mail.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pydantic import SecretStr
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from embedded import EmbeddedUnavailable, start_postgres, start_redis, stop_redis
+from mail_sink import MailSink
 
 from gatehouse.crypto import generate_key
 from gatehouse.entrypoint import settings_or_exit
@@ -118,7 +121,12 @@ def main() -> int:
         signal.signal(sig, lambda *_: stop.set())
 
     exit_code = 0
+    mail_sink = None
     try:
+        if not settings.smtp_url:
+            mail_sink = MailSink(var).start()
+            env["SMTP_URL"] = mail_sink.url
+            print(f"mail sink:           {mail_sink.url} → {mail_sink.directory}")
         spawn("wb-sandbox", "gatehouse-wb-sandbox", "--bind", settings.wb_sandbox_bind)
         spawn("api", "gatehouse-api", "--bind", settings.api_bind)
         spawn("scheduler", "gatehouse-scheduler")
@@ -132,6 +140,8 @@ def main() -> int:
             f"WB API:           {env['WB_API_BASE_URL']}\n"
             f"DATABASE_URL:     {env['DATABASE_URL']}\n"
             f"REDIS_URL:        {env['REDIS_URL']}\n"
+            f"SMTP_URL:         {env['SMTP_URL']}"
+            f"{f'   (each e-mail is a file under {mail_sink.directory})' if mail_sink else ''}\n"
             "Ctrl-C stops everything.\n",
             flush=True,
         )
@@ -152,6 +162,8 @@ def main() -> int:
             except subprocess.TimeoutExpired:
                 print(f"{name} did not stop in time; killing it", file=sys.stderr)
                 proc.kill()
+        if mail_sink is not None:
+            mail_sink.stop()
         if redis_proc is not None:
             stop_redis(var)
             redis_proc.wait(timeout=10)

@@ -116,3 +116,14 @@ RNP_FINANCE = _scheduled("rnp:finance-sync-account", 360 * MINUTE)
 # Other WB buckets: not gated (opting in is one line: a max wait here).
 INVENTORY_SYNC = _scheduled("inventory-sync", None)
 CATALOG_SYNC = _scheduled("catalog-sync", None)
+
+# Notifications: one e-mail per notification, on its own queue so a slow or
+# down SMTP server never holds up other work; 6 attempts, 30 s · 2^(n-1) apart
+# (30 s, 1, 2, 4, 8 min), so an SMTP outage of a quarter hour loses no e-mail.
+NOTIFICATION_EMAIL = register(
+    JobType(
+        "notifications.email",
+        queue="notifications.email",
+        retry=RetryPolicy.exponential(attempts=6, base_ms=30_000),
+    )
+)

@@ -207,6 +207,18 @@ class Settings(BaseSettings):
     # this large; every other request body stays under MAX_BODY_BYTES.
     catalog_batch_max_body_bytes: int = 4_194_304
 
+    # Notification e-mails (the notifications.email job, stdlib smtplib): the SMTP
+    # server as smtp://host:port (smtps:// for TLS from the first byte,
+    # smtp://user:password@host:port to log in). Unset, an e-mail job fails at
+    # once with SMTP_NOT_CONFIGURED (the in-app notification stays). `make run`
+    # points it at its local sink.
+    smtp_url: str | None = None
+    # Each SMTP connect and command waits at most this long, so a slow server
+    # costs a worker thread seconds, not minutes; a timeout is a failed attempt.
+    smtp_timeout_ms: int = 10_000
+    # The From: of every notification e-mail.
+    mail_from: str = "Gatehouse <gatehouse@localhost>"
+
 
 def load_settings(**overrides: object) -> Settings:
     """Settings from the environment, with overrides (tests, embedded run).

@@ -15,7 +15,10 @@ PROBLEM = "application/problem+json"
 ERRORS = {
     400: "malformed request (e.g. the body is not JSON)",
     401: "missing or invalid bearer token",
-    403: "the operation needs the admin token (or, on /v1/admin/catalog, a staff user's key)",
+    403: (
+        "the operation needs the admin token (or, on /v1/admin/catalog, a staff user's key; "
+        "/v1/me needs a staff user's key)"
+    ),
     404: "no such resource (or not visible to this key)",
     409: "collides with what is stored (`code` CONFLICT, `field` names it): a taken email, sku or code",
     413: "body too large",
@@ -161,6 +164,27 @@ def catalog_paths(d: Document) -> dict[str, Any]:
     }
 
 
+def me_paths(d: Document) -> dict[str, Any]:
+    """The calling staff user's own resources (a user key; the admin token and account keys: 403)."""
+    return {
+        "/v1/me/notifications": {
+            "get": d.operation(
+                "The calling staff user's notifications, newest first (a user key)",
+                (200, s.NotificationList, "the newest notifications"),
+                (401, 403),
+            )
+        },
+        "/v1/me/notifications/{notificationId}/read": {
+            "post": d.operation(
+                "Mark one of the caller's notifications read (a user key)",
+                (200, s.NotificationView, "the notification, read"),
+                (401, 403, 404),
+                params=[uuid_param("notificationId")],
+            )
+        },
+    }
+
+
 def build() -> dict[str, Any]:
     d = Document()
     account = uuid_param("accountId")
@@ -255,6 +279,7 @@ def build() -> dict[str, Any]:
             )
         },
         **catalog_paths(d),
+        **me_paths(d),
         "/healthz": {"get": d.operation("Liveness", (200, None, "alive"), (), public=True)},
         "/readyz": {
             "get": d.operation("Readiness", (200, None, "PostgreSQL and Redis answer"), (), public=True)

@@ -275,3 +275,20 @@ class Problem(BaseModel):
     store: Literal["postgresql", "redis"] | None = Field(
         default=None, description="with STORE_UNAVAILABLE: the store that is not answering"
     )
+
+
+# -- B2B: the calling staff user's notifications ------------------------------------------
+
+
+class NotificationView(Reply):
+    notificationId: uuid.UUID
+    kind: str = Field(description='what it is about, e.g. "catalog.bulk_operation.completed"')
+    title: str
+    body: str
+    link: str | None
+    createdAt: datetime
+    readAt: datetime | None = Field(description="null until marked read")
+
+
+class NotificationList(Reply):
+    items: list[NotificationView] = Field(description="the newest 100, newest first")

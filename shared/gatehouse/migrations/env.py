@@ -7,6 +7,7 @@ from sqlmodel import SQLModel
 import gatehouse.audit
 import gatehouse.catalog.tables
 import gatehouse.models
+import gatehouse.notifications.tables
 import gatehouse.users
 import gatehouse.wb.tables  # noqa: F401
 

@@ -1,0 +1,93 @@
+"""The e-mail of a notification: one plain-text message to its user over SMTP (stdlib smtplib).
+
+A connection failure or a timeout raises, so the attempt fails and the job
+retries on its policy (``NOTIFICATION_EMAIL``); SMTP_TIMEOUT_MS bounds how
+long any one step holds the worker thread. A notification whose user is gone
+completes with nothing sent.
+"""
+
+from __future__ import annotations
+
+import smtplib
+import uuid
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from email.utils import formataddr
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from gatehouse.errors import PermanentJobError
+from gatehouse.job_types import NOTIFICATION_EMAIL
+from gatehouse.notifications import EmailOf, NotificationStore
+from gatehouse.settings import Settings
+from gatehouse_worker.runtime import JobContext, job
+
+PORTS = {"smtp": 25, "smtps": 465}
+
+
+@dataclass(frozen=True)
+class SmtpServer:
+    host: str
+    port: int
+    tls: bool
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+
+
+def smtp_server(settings: Settings) -> SmtpServer:
+    """SMTP_URL as host, port, TLS and login; unset or malformed fails the job at once (no retry fixes it)."""
+    if not settings.smtp_url:
+        raise PermanentJobError(
+            "SMTP_URL is not set: no server to send e-mail to", code="SMTP_NOT_CONFIGURED"
+        )
+    url = urlsplit(settings.smtp_url)
+    try:
+        port = url.port
+    except ValueError:
+        port = -1
+    if url.scheme not in PORTS or not url.hostname or port == -1:
+        raise PermanentJobError(
+            "SMTP_URL must look like smtp://host:port or smtps://host:port", code="SMTP_NOT_CONFIGURED"
+        )
+    return SmtpServer(
+        host=url.hostname,
+        port=port or PORTS[url.scheme],
+        tls=url.scheme == "smtps",
+        user=unquote(url.username) if url.username else None,
+        password=unquote(url.password) if url.password else None,
+    )
+
+
+def message(of: EmailOf, mail_from: str) -> EmailMessage:
+    n = of.notification
+    msg = EmailMessage()
+    msg["From"] = mail_from
+    msg["To"] = formataddr((of.name, of.email))
+    msg["Subject"] = n.title
+    # One notification, one Message-ID: a re-sent e-mail (a retry after a lost reply) is recognizable.
+    msg["Message-ID"] = f"<{n.id}@gatehouse>"
+    lines = [n.body]
+    if n.link:
+        lines += ["", n.link]
+    msg.set_content("\n".join(lines) + "\n")
+    return msg
+
+
+def send(server: SmtpServer, msg: EmailMessage, timeout_s: float) -> None:
+    smtp_class = smtplib.SMTP_SSL if server.tls else smtplib.SMTP
+    with smtp_class(server.host, server.port, timeout=timeout_s) as smtp:
+        if server.user:
+            smtp.login(server.user, server.password or "")
+        smtp.send_message(msg)
+
+
+@job(NOTIFICATION_EMAIL)
+def notification_email(ctx: JobContext) -> dict[str, Any] | None:
+    settings = ctx.gatehouse.settings
+    server = smtp_server(settings)
+    of = NotificationStore(ctx.gatehouse.engine).email_of(uuid.UUID(ctx.payload["notificationId"]))
+    if of is None:
+        return {"sent": False, "reason": "notification-gone"}
+    ctx.ensure_held()
+    send(server, message(of, settings.mail_from), settings.smtp_timeout_ms / 1000)
+    return None

@@ -1,0 +1,170 @@
+"""The notifications' SQL: ``notify`` writes a notification and its e-mail job in the caller's transaction.
+
+A domain change and the notification it causes commit (or roll back)
+together: ``notify`` runs on the caller's SQLAlchemy connection, inside its
+transaction, and inserts both the notification and the job row of its
+e-mail (``notifications.email``) with the job store's own statement
+(``gatehouse.jobs.SQL_CREATE``). The row exists before its message, like
+every job's: the caller sends the returned delivery after its commit
+(``send_after_commit``); if the process dies in between, reconciliation
+sends it.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from psycopg.types.json import Jsonb
+from redis import RedisError
+from sqlalchemy import Connection, Engine, text
+
+from gatehouse.dispatch import Dispatcher
+from gatehouse.errors import NotFound, ValidationFailed
+from gatehouse.job_types import NOTIFICATION_EMAIL
+from gatehouse.jobs import SQL_CREATE, Accepted, Delivery
+from gatehouse.notifications.tables import COLUMNS, NotificationRecord
+
+log = logging.getLogger(__name__)
+
+TITLE_MAX = 200
+BODY_MAX = 10_000
+LINK_MAX = 2_000
+
+
+class Notified(NamedTuple):
+    """What ``notify`` wrote: the notification's id and the delivery of its e-mail job (send it after commit)."""
+
+    notification_id: uuid.UUID
+    delivery: Delivery
+
+
+@dataclass(frozen=True)
+class EmailOf:
+    """What the e-mail of a notification needs: the notification and its user's address."""
+
+    notification: NotificationRecord
+    email: str
+    name: str
+
+
+INSERT = text(
+    f"INSERT INTO notifications (id, user_id, kind, title, body, link) "
+    f"VALUES (:id, :user_id, :kind, :title, :body, :link) RETURNING {COLUMNS}"
+)
+
+
+def _check(kind: str, title: str, body: str, link: str | None) -> None:
+    for name, value, most in (("kind", kind, 100), ("title", title, TITLE_MAX), ("body", body, BODY_MAX)):
+        if not value.strip() or len(value) > most or "\x00" in value:
+            raise ValidationFailed(f"{name} must be 1 to {most} characters without NUL", field=name)
+    if link is not None and (len(link) > LINK_MAX or "\x00" in link):
+        raise ValidationFailed(f"link must be at most {LINK_MAX} characters without NUL", field="link")
+
+
+def notify(
+    conn: Connection,
+    *,
+    user_id: uuid.UUID,
+    kind: str,
+    title: str,
+    body: str,
+    link: str | None = None,
+) -> Notified:
+    """Write a notification of ``user_id`` and its e-mail job on ``conn`` (the caller's transaction).
+
+    Nothing is enqueued here: after the caller's commit, send the returned
+    delivery (``send_after_commit(gh.dispatcher, notified.delivery)``). A
+    rollback leaves neither row. An unknown user raises (the foreign key).
+    """
+    _check(kind, title, body, link)
+    notification_id = uuid.uuid4()
+    conn.execute(
+        INSERT,
+        {"id": notification_id, "user_id": user_id, "kind": kind, "title": title, "body": body, "link": link},
+    )
+    job = NOTIFICATION_EMAIL
+    # The job store's own INSERT; an e-mail job has no account, so its unique
+    # live-job index (account, type) never conflicts and the row is always written.
+    row = conn.exec_driver_sql(
+        SQL_CREATE,
+        {
+            "id": uuid.uuid4(),
+            "type": job.name,
+            "queue": job.queue,
+            "tier": job.tier,
+            "account_id": None,
+            "max_attempts": job.retry.attempts,
+            "payload": Jsonb({"notificationId": str(notification_id)}),
+        },
+    ).one()
+    accepted = Accepted(*row)
+    return Notified(notification_id, Delivery(accepted.id, accepted.queue, accepted.type, accepted.delivery))
+
+
+def send_after_commit(dispatcher: Dispatcher, *deliveries: Delivery) -> int:
+    """Enqueue e-mail deliveries once their rows are committed; returns how many were sent.
+
+    Redis being down is no error here: the rows are safe and reconciliation
+    sends them later.
+    """
+    sent = 0
+    for delivery in deliveries:
+        try:
+            dispatcher.send(delivery)
+            sent += 1
+        except RedisError as exc:
+            log.warning(
+                "e-mail job %s is saved but not enqueued (%s); reconciliation will enqueue it",
+                delivery.job_id,
+                exc,
+            )
+    return sent
+
+
+class NotificationStore:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def list_for_user(self, user_id: uuid.UUID, *, limit: int = 50) -> list[NotificationRecord]:
+        """The user's notifications, newest first."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    f"SELECT {COLUMNS} FROM notifications WHERE user_id = :user_id "
+                    "ORDER BY created_at DESC, id DESC LIMIT :limit"
+                ),
+                {"user_id": user_id, "limit": limit},
+            )
+            return [NotificationRecord(*row) for row in rows]
+
+    def mark_read(self, user_id: uuid.UUID, notification_id: uuid.UUID) -> NotificationRecord:
+        """Mark the user's notification read (the first read time is kept); another user's is not found."""
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                text(
+                    "UPDATE notifications SET read_at = coalesce(read_at, now()) "
+                    f"WHERE id = :id AND user_id = :user_id RETURNING {COLUMNS}"
+                ),
+                {"id": notification_id, "user_id": user_id},
+            ).one_or_none()
+        if row is None:
+            raise NotFound(f"notification {notification_id} not found")
+        return NotificationRecord(*row)
+
+    def email_of(self, notification_id: uuid.UUID) -> EmailOf | None:
+        """The notification and its user's address, or None when it is gone (its user was deleted)."""
+        cols = ", ".join(f"n.{c.strip()}" for c in COLUMNS.split(","))
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                text(
+                    f"SELECT {cols}, u.email, u.name FROM notifications n "
+                    "JOIN users u ON u.id = n.user_id WHERE n.id = :id"
+                ),
+                {"id": notification_id},
+            ).one_or_none()
+        if row is None:
+            return None
+        return EmailOf(NotificationRecord(*row[:-2]), row[-2], row[-1])
