@@ -21,8 +21,8 @@ from sqlalchemy.exc import OperationalError as SqlOperationalError
 
 from gatehouse.composition import Gatehouse, bootstrap
 from gatehouse.db import make_engine
+from gatehouse.jobs import JobRecord
 from gatehouse.migrate import upgrade
-from gatehouse.models import Job
 from gatehouse.settings import load_settings
 from tests.conftest import ADMIN_TOKEN, FAST, TOKEN_KEY
 from tests.support.pg_server import PgServer, private_postgres
@@ -63,7 +63,7 @@ def pgh(private_pg, redis_url: str, clean: None) -> Iterator[Gatehouse]:
     gatehouse.close()
 
 
-def row(gh: Gatehouse, job_id: uuid.UUID) -> Job | None:
+def row(gh: Gatehouse, job_id: uuid.UUID) -> JobRecord | None:
     """The job row, or None while the store does not answer (the test's own pool reconnects too)."""
     try:
         return gh.jobs.get(job_id)

@@ -7,7 +7,7 @@ import uuid
 from collections import Counter
 
 from gatehouse.composition import Gatehouse
-from gatehouse.models import Job
+from gatehouse.jobs import JobRecord
 from tests.support.probe import PROBE, RUNS_KEY
 
 
@@ -23,7 +23,7 @@ def run_counts(gh: Gatehouse) -> Counter:
     return Counter(r["job"] for r in runs(gh))
 
 
-def job(gh: Gatehouse, job_id: uuid.UUID) -> Job:
+def job(gh: Gatehouse, job_id: uuid.UUID) -> JobRecord:
     row = gh.jobs.get(job_id)
     assert row is not None, f"no row for job {job_id}"
     return row

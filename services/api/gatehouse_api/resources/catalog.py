@@ -12,7 +12,7 @@ from gatehouse.composition import Gatehouse
 from gatehouse.errors import ValidationFailed
 from gatehouse_api.auth import principal, require_admin
 from gatehouse_api.body import read_json
-from gatehouse_api.resources.jobs import _limit, decode_cursor, encode_cursor
+from gatehouse_api.paging import decode_cursor, encode_cursor, page_limit
 from gatehouse_api.schemas import (
     AttributeList,
     AttributeView,
@@ -83,7 +83,7 @@ class Products:
         status = req.get_param("status") or None
         if status is not None and status not in STATUSES:
             raise ValidationFailed(f"status must be one of {', '.join(STATUSES)}", field="status")
-        limit = _limit(req.get_param("limit"))
+        limit = page_limit(req.get_param("limit"))
         cursor = req.get_param("cursor")
         before = decode_cursor(cursor) if cursor else None
         products = self.gh.catalog.list_products(status=status, limit=limit + 1, before=before)

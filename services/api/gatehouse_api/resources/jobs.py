@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import base64
 import uuid
-from datetime import datetime
 
 import falcon
 
@@ -12,15 +10,15 @@ from gatehouse import progress
 from gatehouse.composition import Gatehouse
 from gatehouse.errors import NotFound, ValidationFailed
 from gatehouse.job_types import AUTOBIDDER_SYNC_USER, IMPORT_KINDS, REGISTRY, JobType
-from gatehouse.models import STATES, Job
+from gatehouse.jobs import JobRecord
+from gatehouse.models import STATES
 from gatehouse_api.auth import principal, require_account
 from gatehouse_api.body import read_json
+from gatehouse_api.paging import decode_cursor, encode_cursor, page_limit
 from gatehouse_api.schemas import AutobidderSyncRequest, ImportRequest, JobAccepted, JobPage, JobView
 
-MAX_PAGE = 200
 
-
-def job_view(job: Job) -> dict:
+def job_view(job: JobRecord) -> dict:
     return JobView(
         jobId=job.id,
         type=job.type,
@@ -87,18 +85,6 @@ class JobStatus:
         resp.media = job_view(job)
 
 
-def encode_cursor(job: Job) -> str:
-    return base64.urlsafe_b64encode(f"{job.created_at.isoformat()}|{job.id}".encode()).decode()
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
-    try:
-        created, _, job_id = base64.urlsafe_b64decode(cursor.encode()).decode().partition("|")
-        return datetime.fromisoformat(created), uuid.UUID(job_id)
-    except ValueError:
-        raise ValidationFailed("cursor is not a cursor returned by this endpoint", field="cursor") from None
-
-
 class AccountJobs:
     def __init__(self, gh: Gatehouse) -> None:
         self.gh = gh
@@ -112,7 +98,7 @@ class AccountJobs:
         job_type = req.get_param("type") or None
         if job_type is not None and job_type not in REGISTRY:
             raise ValidationFailed(f"type must be one of {', '.join(sorted(REGISTRY))}", field="type")
-        limit = _limit(req.get_param("limit"))
+        limit = page_limit(req.get_param("limit"))
         cursor = req.get_param("cursor")
         before = decode_cursor(cursor) if cursor else None
         jobs = self.gh.jobs.list_for_account(
@@ -122,13 +108,3 @@ class AccountJobs:
         resp.media = JobPage(
             items=[job_view(j) for j in page], nextCursor=encode_cursor(page[-1]) if more else None
         ).model_dump(mode="json")
-
-
-def _limit(raw: str | None) -> int:
-    if raw is None or raw == "":
-        return 50
-    # ASCII digits only (str.isdigit() also takes "²" or "٣", which int() refuses or reads),
-    # and few of them (int() refuses thousands of digits).
-    if not (raw.isascii() and raw.isdigit() and len(raw) <= 10) or not 1 <= int(raw) <= MAX_PAGE:
-        raise ValidationFailed(f"limit must be an integer from 1 to {MAX_PAGE}", field="limit")
-    return int(raw)
