@@ -19,15 +19,17 @@ from dramatiq.brokers.redis import RedisBroker
 from redis import Redis, RedisError
 from sqlalchemy import Engine
 
+from gatehouse import job_types as jt
 from gatehouse.accounts import Accounts
 from gatehouse.bucket import RedisTokenBucket
 from gatehouse.catalog import CatalogStore
+from gatehouse.catalog.bulk import BulkStore
 from gatehouse.crypto import TokenCipher
 from gatehouse.db import make_engine
 from gatehouse.dispatch import Dispatcher
 from gatehouse.gate import RedisGate
 from gatehouse.job_types import JobType
-from gatehouse.jobs import Accepted, JobStore
+from gatehouse.jobs import Accepted, Delivery, JobStore
 from gatehouse.jobs import pool as job_pool
 from gatehouse.settings import Settings, load_settings
 from gatehouse.users import Users
@@ -50,6 +52,7 @@ class Gatehouse:
     wb_limits: dict[str, Limit]
     users: Users
     catalog: CatalogStore
+    bulk: BulkStore
 
     def submit(
         self, job_type: JobType, *, account_id: uuid.UUID | None, payload: dict[str, Any] | None = None
@@ -68,13 +71,17 @@ class Gatehouse:
             payload=payload,
         )
         if created:
-            try:
-                self.dispatcher.send(self.jobs.delivery_of(job))
-            except RedisError as exc:
-                log.warning(
-                    "job %s is saved but not enqueued (%s); reconciliation will enqueue it", job.id, exc
-                )
+            self.enqueue(self.jobs.delivery_of(job))
         return job, created
+
+    def enqueue(self, delivery: Delivery) -> None:
+        """Send the message of a job whose row is committed; if Redis fails, reconciliation will."""
+        try:
+            self.dispatcher.send(delivery)
+        except RedisError as exc:
+            log.warning(
+                "job %s is saved but not enqueued (%s); reconciliation will enqueue it", delivery.job_id, exc
+            )
 
     def close(self) -> None:
         self.broker.close()
@@ -128,6 +135,12 @@ def bootstrap(
         wb_limits=client_limits(settings.wb_limits, settings.wb_limit_headroom),
         users=users,
         catalog=CatalogStore(engine),
+        bulk=BulkStore(
+            engine,
+            queue=jt.CATALOG_BULK_OPERATION.queue,
+            job_type=jt.CATALOG_BULK_OPERATION.name,
+            max_attempts=jt.CATALOG_BULK_OPERATION.retry.attempts,
+        ),
     )
     for middleware in consumer_middleware(gatehouse) if consumer_middleware else ():
         broker.add_middleware(middleware)

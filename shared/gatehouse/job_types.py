@@ -127,3 +127,13 @@ NOTIFICATION_EMAIL = register(
         retry=RetryPolicy.exponential(attempts=6, base_ms=30_000),
     )
 )
+
+# Catalog bulk operations: one job per operation (same id), resumable from its
+# last committed batch, so a retry continues rather than repeats.
+CATALOG_BULK_OPERATION = register(
+    JobType(
+        "catalog.bulk-operation",
+        queue="catalog.bulk-operation",
+        retry=RetryPolicy.exponential(attempts=5, base_ms=10_000),
+    )
+)

@@ -129,6 +129,12 @@ class Settings(BaseSettings):
     # Where gatehouse-wb-sandbox listens by default (and `make run` points WB at).
     wb_sandbox_bind: str = "127.0.0.1:8081"
 
+    # Catalog bulk operations: up to this many products run at once on the request
+    # (200, one transaction); more are queued (202) and run in batches of BULK_BATCH_SIZE,
+    # each batch one transaction with its audit rows and counters.
+    bulk_sync_threshold: int = 50
+    bulk_batch_size: int = 500
+
     @field_validator("backend_role", mode="before")
     @classmethod
     def _role(cls, value: object) -> object:

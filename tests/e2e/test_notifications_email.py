@@ -5,62 +5,22 @@ And the /v1/me routes through a real API.
 
 from __future__ import annotations
 
-import email
-import email.policy
-import threading
 import uuid
 from collections.abc import Iterator
-from email.message import EmailMessage
 
 import httpx
 import pytest
-from aiosmtpd.controller import Controller
 
 from gatehouse.job_types import NOTIFICATION_EMAIL
-from gatehouse.notifications import Notified, notify, send_after_commit
+from gatehouse.notifications import Notified, notify
 from gatehouse.reconcile import reconcile
 from tests.conftest import ADMIN_TOKEN
 from tests.support.processes import free_port, wait_until
+from tests.support.smtp import SmtpServer
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 PROBLEM = "application/problem+json"
 QUEUE = NOTIFICATION_EMAIL.queue
-
-
-class Inbox:
-    """An aiosmtpd handler that keeps what it receives."""
-
-    def __init__(self) -> None:
-        self.messages: list[tuple[list[str], EmailMessage]] = []
-        self._lock = threading.Lock()
-
-    async def handle_DATA(self, server, session, envelope) -> str:
-        parsed = email.message_from_bytes(envelope.content, policy=email.policy.default)
-        with self._lock:
-            self.messages.append((list(envelope.rcpt_tos), parsed))
-        return "250 OK"
-
-
-class SmtpServer:
-    """A real SMTP server on 127.0.0.1:<port>, started (and restarted) by the test."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.inbox = Inbox()
-        self._controller: Controller | None = None
-
-    @property
-    def url(self) -> str:
-        return f"smtp://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        self._controller = Controller(self.inbox, hostname="127.0.0.1", port=self.port)
-        self._controller.start()
-
-    def stop(self) -> None:
-        if self._controller is not None:
-            self._controller.stop()
-            self._controller = None
 
 
 @pytest.fixture
@@ -97,7 +57,7 @@ def notify_now(gh, user_id: uuid.UUID, title: str = "Akcja masowa zakończona") 
             body="Przetworzono: 51, udane: 50, błędy: 1.",
             link="/v1/admin/catalog/bulk-operations/op-1",
         )
-    assert send_after_commit(gh.dispatcher, notified.delivery) == 1
+    gh.enqueue(notified.delivery)
     return notified
 
 

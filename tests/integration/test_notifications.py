@@ -9,7 +9,7 @@ from sqlalchemy import text
 
 from gatehouse.errors import NotFound, ValidationFailed
 from gatehouse.job_types import NOTIFICATION_EMAIL
-from gatehouse.notifications import NotificationStore, notify, send_after_commit
+from gatehouse.notifications import NotificationStore, notify
 
 
 def count(sql, table: str) -> int:
@@ -83,10 +83,10 @@ def test_an_unknown_user_or_a_blank_title_is_refused(gh, sql):
     assert count(sql, "notifications") == count(sql, "jobs") == 0
 
 
-def test_send_after_commit_enqueues_the_email_delivery(gh, user):
+def test_the_email_delivery_is_enqueued_after_commit(gh, user):
     with gh.engine.begin() as conn:
         notified = notify(conn, user_id=user.id, kind="k", title="t", body="b")
-    assert send_after_commit(gh.dispatcher, notified.delivery) == 1
+    gh.enqueue(notified.delivery)
     assert str(notified.delivery.job_id) in gh.dispatcher.queued_job_ids({NOTIFICATION_EMAIL.queue})
 
 

@@ -292,3 +292,55 @@ class NotificationView(Reply):
 
 class NotificationList(Reply):
     items: list[NotificationView] = Field(description="the newest 100, newest first")
+
+
+# -- catalog bulk operations ----------------------------------------------------------
+
+BULK_IDS_MAX = 100_000
+
+
+class BulkFilter(Body):
+    """Products matching all the given fields (an empty filter selects the whole catalog)."""
+
+    status: Status = None
+    skuPrefix: Annotated[str, StringConstraints(max_length=catalog.SKU_MAX, pattern=NO_NUL)] = None
+    attributes: Annotated[dict[Code, AttributeValue], Field(max_length=catalog.ATTRIBUTES_MAX)] = None
+
+
+class CreateBulkOperation(Body):
+    """Exactly one of ``productIds`` and ``filter``, and the ``patch`` applied to each product."""
+
+    productIds: Annotated[list[uuid.UUID], Field(min_length=1, max_length=BULK_IDS_MAX)] = None
+    filter: BulkFilter = None
+    patch: PatchProduct
+
+
+class BulkCounters(Reply):
+    total: int
+    processed: int
+    succeeded: int
+    failed: int
+
+
+class FailedItem(Reply):
+    productId: uuid.UUID
+    reason: str
+
+
+class BulkOperationView(Reply):
+    operationId: uuid.UUID
+    type: Literal["product_bulk_update", "search_reindex"]
+    status: Literal["pending", "running", "completed", "failed"]
+    requester: uuid.UUID | None = Field(description="the staff user who started it; null for the admin token")
+    counters: BulkCounters
+    failedItems: list[FailedItem] = Field(description="the first 1,000 products that could not be patched")
+    createdAt: datetime
+    startedAt: datetime | None
+    finishedAt: datetime | None
+    error: dict[str, Any] | None
+    links: dict[str, str]
+
+
+class BulkOperationPage(Reply):
+    items: list[BulkOperationView]
+    nextCursor: str | None

@@ -5,6 +5,7 @@ from sqlmodel import SQLModel
 
 # Importing the table modules registers their tables on SQLModel.metadata.
 import gatehouse.audit
+import gatehouse.catalog.bulk
 import gatehouse.catalog.tables
 import gatehouse.models
 import gatehouse.notifications.tables

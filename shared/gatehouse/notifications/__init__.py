@@ -3,7 +3,7 @@
 A domain change notifies its user with ``notify(conn, …)`` on the connection
 of its own transaction, so the change, the notification and the job row of
 its e-mail commit together; after the commit the caller sends the returned
-delivery with ``send_after_commit(gh.dispatcher, …)``. The e-mail itself is
+delivery with ``Gatehouse.enqueue``. The e-mail itself is
 the ``notifications.email`` job (gatehouse_worker.jobs.notifications), with
 its own retries: a slow or down SMTP server never fails the change.
 """
@@ -13,7 +13,6 @@ from gatehouse.notifications.store import (
     NotificationStore,
     Notified,
     notify,
-    send_after_commit,
 )
 from gatehouse.notifications.tables import Notification, NotificationRecord
 
@@ -24,5 +23,4 @@ __all__ = [
     "NotificationStore",
     "Notified",
     "notify",
-    "send_after_commit",
 ]

@@ -6,7 +6,7 @@ transaction, and inserts both the notification and the job row of its
 e-mail (``notifications.email``) with the job store's own statement
 (``gatehouse.jobs.SQL_CREATE``). The row exists before its message, like
 every job's: the caller sends the returned delivery after its commit
-(``send_after_commit``); if the process dies in between, reconciliation
+(``Gatehouse.enqueue``); if the process dies in between, reconciliation
 sends it.
 """
 
@@ -18,10 +18,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from psycopg.types.json import Jsonb
-from redis import RedisError
 from sqlalchemy import Connection, Engine, text
 
-from gatehouse.dispatch import Dispatcher
 from gatehouse.errors import NotFound, ValidationFailed
 from gatehouse.job_types import NOTIFICATION_EMAIL
 from gatehouse.jobs import SQL_CREATE, Accepted, Delivery
@@ -76,7 +74,7 @@ def notify(
     """Write a notification of ``user_id`` and its e-mail job on ``conn`` (the caller's transaction).
 
     Nothing is enqueued here: after the caller's commit, send the returned
-    delivery (``send_after_commit(gh.dispatcher, notified.delivery)``). A
+    delivery (``gh.enqueue(notified.delivery)``). A
     rollback leaves neither row. An unknown user raises (the foreign key).
     """
     _check(kind, title, body, link)
@@ -102,26 +100,6 @@ def notify(
     ).one()
     accepted = Accepted(*row)
     return Notified(notification_id, Delivery(accepted.id, accepted.queue, accepted.type, accepted.delivery))
-
-
-def send_after_commit(dispatcher: Dispatcher, *deliveries: Delivery) -> int:
-    """Enqueue e-mail deliveries once their rows are committed; returns how many were sent.
-
-    Redis being down is no error here: the rows are safe and reconciliation
-    sends them later.
-    """
-    sent = 0
-    for delivery in deliveries:
-        try:
-            dispatcher.send(delivery)
-            sent += 1
-        except RedisError as exc:
-            log.warning(
-                "e-mail job %s is saved but not enqueued (%s); reconciliation will enqueue it",
-                delivery.job_id,
-                exc,
-            )
-    return sent
 
 
 class NotificationStore:

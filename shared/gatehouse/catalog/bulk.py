@@ -1,0 +1,402 @@
+"""Catalog bulk operations ("Akcje masowe"): one patch over many products, in batches.
+
+An operation's row (``catalog_bulk_operations``) holds the selection (product
+ids, resolved when it is created), the patch, its seed status
+(``pending|running|completed|failed``), its counters and the first failed items.
+Above the synchronous threshold it runs as a job of the one job runtime: the
+job row is written in the same transaction as the operation row (same id), and
+the job's body calls ``run_batch`` until the operation is done.
+
+A batch is one transaction: it locks the operation row, takes the next ids
+after the operation's ``cursor``, patches those products, writes their audit
+rows and moves the counters and the cursor. A crash leaves whole batches; a
+second run of the same operation (a redelivery, a requeue) waits for the lock
+and continues after the cursor, so no product is patched twice and the
+counters stay exact.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+from sqlalchemy import ARRAY, CheckConstraint, Column, Connection, DateTime, Engine, Index, Uuid, text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlmodel import Field, SQLModel
+
+from gatehouse import audit
+from gatehouse.catalog import rules
+from gatehouse.catalog.rules import Price, ProductPatch
+from gatehouse.catalog.store import CatalogStore
+from gatehouse.catalog.tables import PRODUCT_COLUMNS, ProductRecord
+from gatehouse.errors import NotFound, ValidationFailed
+from gatehouse.jobs import SQL_CREATE, Delivery
+from gatehouse.notifications import notify
+
+TYPES = ("product_bulk_update", "search_reindex")
+STATUSES = ("pending", "running", "completed", "failed")
+LIVE = ("pending", "running")
+FAILED_ITEMS_KEPT = 1_000
+
+
+class BulkOperation(SQLModel, table=True):
+    __tablename__ = "catalog_bulk_operations"
+    __table_args__ = (
+        CheckConstraint(f"type IN {TYPES}", name="catalog_bulk_operations_type_valid"),
+        CheckConstraint(f"status IN {STATUSES}", name="catalog_bulk_operations_status_valid"),
+        Index("catalog_bulk_operations_by_created", "created_at", "id"),
+    )
+
+    id: uuid.UUID = Field(primary_key=True)
+    type: str
+    status: str = Field(default="pending", sa_column_kwargs={"server_default": "pending"})
+    # The staff user whose request started it (notified when it ends); None for the admin token.
+    requester: uuid.UUID | None = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
+    # {"selection": {"productIds"} | {"filter"}, "patch": {...}} as requested.
+    request: dict[str, Any] = Field(sa_column=Column(JSONB, nullable=False))
+    product_ids: list[uuid.UUID] = Field(sa_column=Column(ARRAY(Uuid), nullable=False))
+    # How many of product_ids are done: the next batch starts after it.
+    cursor: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    total: int
+    processed: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    succeeded: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    failed: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    failed_items: list[dict[str, Any]] = Field(
+        sa_column=Column(JSONB, nullable=False, server_default=text("'[]'::jsonb"))
+    )
+    error: dict[str, Any] | None = Field(default=None, sa_column=Column(JSONB, nullable=True))
+    created_at: datetime = Field(
+        sa_column=Column(DateTime(timezone=True), nullable=False, server_default=text("now()"))
+    )
+    started_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
+    finished_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
+
+
+@dataclass(frozen=True)
+class OperationRecord:
+    id: uuid.UUID
+    type: str
+    status: str
+    requester: uuid.UUID | None
+    request: dict[str, Any]
+    total: int
+    processed: int
+    succeeded: int
+    failed: int
+    failed_items: list[dict[str, Any]]
+    error: dict[str, Any] | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+COLUMNS = ", ".join(f.name for f in fields(OperationRecord))
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Exactly one of: the listed product ids, or a filter over the catalog."""
+
+    product_ids: tuple[uuid.UUID, ...] | None = None
+    status: str | None = None
+    sku_prefix: str | None = None
+    attributes: dict[str, Any] | None = None
+
+
+def patch_from_json(patch: dict[str, Any]) -> ProductPatch:
+    price = patch.get("price")
+    return ProductPatch(
+        name=patch.get("name"),
+        description=patch.get("description"),
+        price=Price(price["amount"], price["currency"]) if price else None,
+        status=patch.get("status"),
+        attributes=patch.get("attributes"),
+    )
+
+
+def _resolve(conn: Connection, selection: Selection) -> list[uuid.UUID]:
+    if selection.product_ids is not None:
+        # Unknown ids stay: each is counted as a failed item when its batch runs.
+        return sorted(set(selection.product_ids))
+    where, params = [], {}
+    if selection.status:
+        where.append("status = :status")
+        params["status"] = selection.status
+    if selection.sku_prefix:
+        where.append("starts_with(sku, :prefix)")
+        params["prefix"] = selection.sku_prefix
+    if selection.attributes:
+        where.append("attributes @> CAST(:attributes AS jsonb)")
+        params["attributes"] = json.dumps(selection.attributes)
+    sql = "SELECT id FROM products" + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY id"
+    return list(conn.execute(text(sql), params).scalars())
+
+
+INSERT_OPERATION = text(
+    f"""
+    INSERT INTO catalog_bulk_operations (id, type, requester, request, product_ids, total)
+    VALUES (:id, :type, :requester, CAST(:request AS jsonb), :product_ids, :total)
+    RETURNING {COLUMNS}
+    """
+)
+LOCK = text(
+    "SELECT status, cursor, total, product_ids FROM catalog_bulk_operations WHERE id = :id FOR UPDATE"
+)
+ADVANCE = text(
+    f"""
+    UPDATE catalog_bulk_operations SET
+      status = CASE WHEN cursor + :n >= total THEN 'completed' ELSE 'running' END,
+      started_at = coalesce(started_at, now()),
+      finished_at = CASE WHEN cursor + :n >= total THEN now() END,
+      cursor = cursor + :n, processed = processed + :n,
+      succeeded = succeeded + :ok, failed = failed + :bad,
+      failed_items = CASE WHEN jsonb_array_length(failed_items) >= {FAILED_ITEMS_KEPT} THEN failed_items
+        ELSE failed_items || (SELECT coalesce(jsonb_agg(f), '[]'::jsonb)
+          FROM (SELECT f FROM jsonb_array_elements(CAST(:failures AS jsonb)) AS f
+                LIMIT {FAILED_ITEMS_KEPT} - jsonb_array_length(failed_items)) AS kept) END
+    WHERE id = :id
+    RETURNING {COLUMNS}
+    """
+)
+# The changed products of a batch in one statement: every patched column, per product.
+UPDATE_PRODUCTS = text(
+    """
+    UPDATE products AS p SET name = c.name, description = c.description, price_amount = c.price_amount,
+      price_currency = c.price_currency, status = c.status, attributes = c.attributes, updated_at = now()
+    FROM jsonb_to_recordset(CAST(:changes AS jsonb)) AS c(
+      id uuid, name text, description text, price_amount bigint, price_currency text, status text,
+      attributes jsonb)
+    WHERE p.id = c.id
+    """
+)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A committed batch: the operation after it, and the e-mail to send when it ended the operation."""
+
+    operation: OperationRecord
+    email: Delivery | None = None
+
+
+def _notify_end(conn: Connection, op: OperationRecord) -> Delivery | None:
+    """An asynchronous operation ended: tell its requester, in the transaction that ended it."""
+    if op.requester is None:
+        return None  # started with the admin token: nobody to tell
+    ok = op.status == "completed"
+    counts = f"Produkty: {op.total}, zmienione: {op.succeeded}, błędy: {op.failed}."
+    reason = "" if ok else f" Błąd: {(op.error or {}).get('message', 'nieznany')}."
+    return notify(
+        conn,
+        user_id=op.requester,
+        kind=f"catalog.bulk_operation.{'completed' if ok else 'failed'}",
+        title="Operacja masowa zakończona" if ok else "Operacja masowa nie powiodła się",
+        body=counts + reason,
+        link=f"/v1/admin/catalog/bulk-operations/{op.id}",
+    ).delivery
+
+
+class BulkStore:
+    def __init__(self, engine: Engine, *, queue: str, job_type: str, max_attempts: int) -> None:
+        self.engine = engine
+        self._job = {"queue": queue, "type": job_type, "max_attempts": max_attempts}
+
+    def create(
+        self,
+        selection: Selection,
+        patch: ProductPatch,
+        request: dict[str, Any],
+        *,
+        requester: uuid.UUID | None,
+        actor: str,
+        sync_threshold: int,
+    ) -> tuple[OperationRecord, Delivery | None]:
+        """Record the operation; run it here if it is small, else with its job row (send the Delivery).
+
+        Returns the operation and, for an asynchronous one, the delivery to enqueue after commit.
+        """
+        rules.check_patch(patch)
+        op_id = uuid.uuid4()
+        with self.engine.begin() as conn:
+            self._require_attributes(conn, patch)
+            ids = _resolve(conn, selection)
+            if not ids:
+                raise ValidationFailed("the selection matches no product", field="filter")
+            op = OperationRecord(
+                *conn.execute(
+                    INSERT_OPERATION,
+                    {
+                        "id": op_id,
+                        "type": "product_bulk_update",
+                        "requester": requester,
+                        "request": json.dumps(request),
+                        "product_ids": ids,
+                        "total": len(ids),
+                    },
+                ).one()
+            )
+            if len(ids) <= sync_threshold:
+                # Small: one transaction for the record and the whole change; nobody to notify.
+                return self._batch(conn, op_id, patch, len(ids), actor) or op, None
+            job = conn.exec_driver_sql(
+                SQL_CREATE,
+                {
+                    "id": op_id,
+                    "tier": "user",
+                    "account_id": None,
+                    "payload": Jsonb({"operationId": str(op_id)}),
+                    **self._job,
+                },
+            ).one()
+        return op, Delivery(job.id, job.queue, job.type, job.delivery)
+
+    def run_batch(self, op_id: uuid.UUID, batch_size: int, *, actor: str) -> Batch | None:
+        """Process the next batch in one transaction; None when there is nothing left to do.
+
+        The batch that ends the operation also notifies its requester, in the same
+        transaction (so exactly once); send ``Batch.email`` after it returns.
+        """
+        with self.engine.begin() as conn:
+            op = conn.execute(
+                text("SELECT request FROM catalog_bulk_operations WHERE id = :id"), {"id": op_id}
+            ).one_or_none()
+            if op is None:
+                raise NotFound(f"bulk operation {op_id} not found")
+            done = self._batch(conn, op_id, patch_from_json(op.request["patch"]), batch_size, actor)
+            if done is None:
+                return None
+            return Batch(done, _notify_end(conn, done) if done.status == "completed" else None)
+
+    def _batch(
+        self, conn: Connection, op_id: uuid.UUID, patch: ProductPatch, size: int, actor: str
+    ) -> OperationRecord | None:
+        status, cursor, total, ids = conn.execute(LOCK, {"id": op_id}).one()
+        if status not in LIVE or cursor >= total:
+            return None  # done already: a duplicate or late run
+        batch = ids[cursor : cursor + size]
+        rows = {
+            r.id: r
+            for r in (
+                ProductRecord(*row)
+                for row in conn.execute(
+                    text(f"SELECT {PRODUCT_COLUMNS} FROM products WHERE id = ANY(:ids) FOR UPDATE"),
+                    {"ids": batch},
+                )
+            )
+        }
+        changes, audits, failures = [], [], []
+        for product_id in batch:
+            product = rows.get(product_id)
+            if product is None:
+                failures.append({"productId": str(product_id), "reason": "product not found"})
+                continue
+            change = rules.apply(
+                patch,
+                name=product.name,
+                description=product.description,
+                price=Price(product.price_amount, product.price_currency),
+                status=product.status,
+                attributes=product.attributes,
+            )
+            if not change.columns:
+                continue  # already as patched: a success that changes nothing
+            new = {
+                "id": str(product.id),
+                "name": product.name,
+                "description": product.description,
+                "price_amount": product.price_amount,
+                "price_currency": product.price_currency,
+                "status": product.status,
+                "attributes": product.attributes,
+                **change.columns,
+            }
+            changes.append(new)
+            audits.append(
+                {
+                    "actor": actor,
+                    "action": "product.bulk_update",
+                    "entity": "product",
+                    "entity_id": str(product.id),
+                    "before": json.dumps(change.before),
+                    "after": json.dumps(change.after),
+                }
+            )
+        if changes:
+            conn.execute(UPDATE_PRODUCTS, {"changes": json.dumps(changes)})
+            conn.execute(audit.INSERT, audits)
+        return OperationRecord(
+            *conn.execute(
+                ADVANCE,
+                {
+                    "id": op_id,
+                    "n": len(batch),
+                    "ok": len(batch) - len(failures),
+                    "bad": len(failures),
+                    "failures": json.dumps(failures),
+                },
+            ).one()
+        )
+
+    def fail(self, op_id: uuid.UUID, error: dict[str, Any]) -> Delivery | None:
+        """The operation cannot go on (its job ran out of attempts); its requester is told.
+
+        Returns the e-mail delivery to send after this returns (None: nobody to tell).
+        """
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                text(
+                    "UPDATE catalog_bulk_operations SET status = 'failed', error = CAST(:error AS jsonb), "
+                    f"finished_at = now() WHERE id = :id AND status IN ('pending', 'running') RETURNING {COLUMNS}"
+                ),
+                {"id": op_id, "error": json.dumps(error)},
+            ).one_or_none()
+            return _notify_end(conn, OperationRecord(*row)) if row else None
+
+    def get(self, op_id: uuid.UUID) -> OperationRecord:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                text(f"SELECT {COLUMNS} FROM catalog_bulk_operations WHERE id = :id"), {"id": op_id}
+            ).one_or_none()
+        if row is None:
+            raise NotFound(f"bulk operation {op_id} not found")
+        return OperationRecord(*row)
+
+    def list(
+        self,
+        *,
+        status: str | None = None,
+        type: str | None = None,
+        limit: int = 50,
+        before: tuple[datetime, uuid.UUID] | None = None,
+    ) -> list[OperationRecord]:
+        """Newest first."""
+        where, params = [], {"limit": limit}
+        if status:
+            where.append("status = :status")
+            params["status"] = status
+        if type:
+            where.append("type = :type")
+            params["type"] = type
+        if before:
+            where.append("(created_at, id) < (:before_at, :before_id)")
+            params.update(before_at=before[0], before_id=before[1])
+        sql = (
+            f"SELECT {COLUMNS} FROM catalog_bulk_operations"
+            + (f" WHERE {' AND '.join(where)}" if where else "")
+            + " ORDER BY created_at DESC, id DESC LIMIT :limit"
+        )
+        with self.engine.connect() as conn:
+            return [OperationRecord(*row) for row in conn.execute(text(sql), params)]
+
+    @staticmethod
+    def _require_attributes(conn: Connection, patch: ProductPatch) -> None:
+        codes = {code: "patch.attributes" for code, v in (patch.attributes or {}).items() if v is not None}
+        CatalogStore._require_attributes(conn, codes)

@@ -1,0 +1,145 @@
+"""Catalog bulk operations against real PostgreSQL: the sync path, batches, exactness, bad selections."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from gatehouse.catalog import NewProduct, Price, ProductPatch
+from gatehouse.catalog.bulk import Selection
+from gatehouse.errors import ValidationFailed
+
+
+def products(gh, n: int, prefix: str = "SKU") -> list[uuid.UUID]:
+    gh.catalog.create_products(
+        [NewProduct(sku=f"{prefix}-{i:05d}", name=f"p{i}", price=Price(100, "PLN")) for i in range(n)]
+    )
+    return [p.id for p in gh.catalog.list_products(limit=10_000)]
+
+
+NEW_PRICE = ProductPatch(price=Price(250, "PLN"))
+
+
+def start(gh, ids, patch=NEW_PRICE, threshold=50):
+    request = {"productIds": [str(i) for i in ids], "patch": {"price": {"amount": 250, "currency": "PLN"}}}
+    return gh.bulk.create(
+        Selection(product_ids=tuple(ids)),
+        patch,
+        request,
+        requester=None,
+        actor="admin",
+        sync_threshold=threshold,
+    )
+
+
+def audit_rows(sql) -> int:
+    return sql("SELECT count(*) FROM audit_log WHERE action = 'product.bulk_update'")[0][0]
+
+
+def test_fifty_products_are_patched_at_once_in_one_transaction_and_recorded(gh, sql):
+    ids = products(gh, 50)
+
+    op, delivery = start(gh, ids)
+
+    assert delivery is None and op.status == "completed"
+    assert (op.total, op.processed, op.succeeded, op.failed) == (50, 50, 50, 0)
+    assert {gh.catalog.get_product(i).price_amount for i in ids} == {250}
+    assert audit_rows(sql) == 50
+    assert sql("SELECT count(*) FROM jobs")[0][0] == 0  # nothing queued
+    assert gh.bulk.get(op.id).status == "completed"
+
+
+def test_fifty_one_products_are_queued_with_their_job_row_in_the_same_transaction(gh, sql):
+    ids = products(gh, 51)
+
+    op, delivery = start(gh, ids)
+
+    assert op.status == "pending" and delivery.job_id == op.id
+    [(state, payload)] = sql("SELECT state, payload FROM jobs WHERE id = :id", id=op.id)
+    assert (state, payload) == ("waiting", {"operationId": str(op.id)})
+    assert {gh.catalog.get_product(i).price_amount for i in ids} == {100}  # not run on the request path
+
+
+def test_batches_move_the_counters_exactly_and_a_finished_operation_takes_no_more(gh, sql):
+    ids = products(gh, 51)
+    op, _ = start(gh, ids)
+
+    seen = []
+    while (step := gh.bulk.run_batch(op.id, 20, actor="admin")) is not None:
+        seen.append((step.operation.status, step.operation.processed))
+        assert step.email is None  # started with the admin token: nobody to notify
+
+    assert seen == [("running", 20), ("running", 40), ("completed", 51)]
+    assert gh.bulk.run_batch(op.id, 20, actor="admin") is None  # a duplicate run is a no-op
+    assert audit_rows(sql) == 51
+    done = gh.bulk.get(op.id)
+    assert (done.succeeded, done.failed, done.started_at is not None) == (51, 0, True)
+
+
+def test_unknown_products_are_failed_items_not_an_error(gh):
+    ids = products(gh, 3)
+    ghost = uuid.uuid4()
+
+    op, _ = start(gh, [*ids, ghost])
+
+    assert (op.status, op.succeeded, op.failed) == ("completed", 3, 1)
+    assert op.failed_items == [{"productId": str(ghost), "reason": "product not found"}]
+
+
+def test_a_product_already_as_patched_succeeds_without_an_audit_row(gh, sql):
+    ids = products(gh, 2)
+    start(gh, ids[:1])
+
+    op, _ = start(gh, ids)
+
+    assert (op.succeeded, op.failed) == (2, 0)
+    assert audit_rows(sql) == 2  # one per product actually changed
+
+
+def test_a_filter_selects_by_status_sku_prefix_and_attributes(gh):
+    products(gh, 3, prefix="A")
+    products(gh, 2, prefix="B")
+    patch = ProductPatch(status="active")
+
+    op, _ = gh.bulk.create(
+        Selection(sku_prefix="B-"), patch, {"filter": {"skuPrefix": "B-"}, "patch": {"status": "active"}},
+        requester=None, actor="admin", sync_threshold=50,
+    )  # fmt: skip
+
+    assert op.total == 2
+    assert sorted(p.sku for p in gh.catalog.list_products(status="active", limit=10)) == [
+        "B-00000",
+        "B-00001",
+    ]
+
+
+def test_an_empty_selection_is_refused(gh):
+    with pytest.raises(ValidationFailed):
+        gh.bulk.create(
+            Selection(sku_prefix="NOPE"), ProductPatch(status="active"), {}, requester=None, actor="admin",
+            sync_threshold=50,
+        )  # fmt: skip
+
+
+def test_the_requester_is_notified_once_when_a_queued_operation_ends_and_not_for_a_small_one(gh, sql):
+    ala = gh.users.create("ala@example.com", "Ala")
+    ids = products(gh, 60)
+    request = {"productIds": [str(i) for i in ids], "patch": {"status": "active"}}
+
+    def start_as_ala(selected):
+        return gh.bulk.create(
+            Selection(product_ids=tuple(selected)), ProductPatch(status="active"), request,
+            requester=ala.id, actor=str(ala.id), sync_threshold=50,
+        )  # fmt: skip
+
+    start_as_ala(ids[:10])  # synchronous: it already answered its requester
+    op, _ = start_as_ala(ids)
+    emails = [b.email for b in iter(lambda: gh.bulk.run_batch(op.id, 25, actor=str(ala.id)), None)]
+
+    assert [e is not None for e in emails] == [False, False, True]  # only the batch that ended it
+    [(kind, title, link)] = sql("SELECT kind, title, link FROM notifications WHERE user_id = :u", u=ala.id)
+    assert (kind, title) == ("catalog.bulk_operation.completed", "Operacja masowa zakończona")
+    assert link.endswith(str(op.id))
+    assert sql("SELECT count(*) FROM jobs WHERE type = 'notifications.email'")[0][0] == 1
+    assert gh.bulk.run_batch(op.id, 25, actor=str(ala.id)) is None  # a late duplicate notifies nobody
