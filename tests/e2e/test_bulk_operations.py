@@ -117,7 +117,7 @@ def test_duplicated_messages_on_two_workers_patch_each_product_once_and_notify_o
 
 
 def test_a_worker_killed_in_the_middle_leaves_whole_batches_and_the_run_resumes(processes, gh, sql):
-    env = {"BULK_BATCH_SIZE": "100", "WORKER_DEAD_AFTER_MS": "2000", "WORKER_HEARTBEAT_MS": "500"}
+    env = {"BULK_BATCH_SIZE": "25", "WORKER_DEAD_AFTER_MS": "2000", "WORKER_HEARTBEAT_MS": "500"}
     doomed = processes.start("doomed", "gatehouse-worker", "--processes", "1", "--threads", "1", env=env)
     products(gh, 5000)
     _, url = processes.api(env={"BACKEND_ROLE": "api"})
@@ -129,11 +129,16 @@ def test_a_worker_killed_in_the_middle_leaves_whole_batches_and_the_run_resumes(
     op_id = started.json()["operationId"]
 
     # When the worker dies half way
-    wait_until(lambda: operation(url, op_id)["counters"]["processed"] >= 500, timeout=60, what="some batches")
+    wait_until(
+        lambda: operation(url, op_id)["counters"]["processed"] >= 25,
+        timeout=60,
+        interval=0.01,
+        what="a batch",
+    )
     doomed.kill_tree()
     at_kill = operation(url, op_id)["counters"]["processed"]
     assert at_kill < 5000, "the operation finished before the kill: make it longer"
-    assert at_kill % 100 == 0  # whole batches only
+    assert at_kill % 25 == 0  # whole batches only
 
     # Then a new worker finishes it: exact counters, each product patched once
     processes.start("survivor", "gatehouse-worker", "--processes", "1", "--threads", "2", env=env)

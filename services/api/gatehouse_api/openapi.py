@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from gatehouse.catalog.bulk import STATUSES as BULK_STATUSES
+from gatehouse.catalog.bulk import TYPES as BULK_TYPES
 from gatehouse.catalog.rules import STATUSES
 from gatehouse.job_types import REGISTRY
 from gatehouse.models import STATES
@@ -88,6 +90,16 @@ def catalog_paths(d: Document) -> dict[str, Any]:
     product = uuid_param("productId")
     code = {"name": "code", "in": "path", "required": True, "schema": {"type": "string"}}
     create_errors = (400, 401, 403, 409, 413, 415, 422)
+    start_bulk = d.operation(
+        "Patch many products: up to BULK_SYNC_THRESHOLD at once (200), more queued (202)",
+        (202, s.BulkOperationView, "queued; watch its counters"),
+        (400, 401, 403, 413, 415, 422),
+        body=(s.CreateBulkOperation, True),
+    )
+    start_bulk["responses"]["200"] = {
+        "description": "small enough: applied at once (and recorded)",
+        "content": {"application/json": {"schema": d.ref(s.BulkOperationView)}},
+    }
     return {
         "/v1/admin/users": {
             "post": d.operation(
@@ -159,6 +171,30 @@ def catalog_paths(d: Document) -> dict[str, Any]:
                 (400, 401, 403, 404, 413, 415, 422),
                 body=(s.PatchAttribute, True),
                 params=[code],
+            )
+        },
+        "/v1/admin/catalog/bulk-operations": {
+            "post": start_bulk,
+            "get": d.operation(
+                "List bulk operations, newest first",
+                (200, s.BulkOperationPage, "a page of operations"),
+                (401, 403, 422),
+                params=page_params(
+                    {
+                        "name": "status",
+                        "in": "query",
+                        "schema": {"type": "string", "enum": list(BULK_STATUSES)},
+                    },
+                    {"name": "type", "in": "query", "schema": {"type": "string", "enum": list(BULK_TYPES)}},
+                ),
+            ),
+        },
+        "/v1/admin/catalog/bulk-operations/{operationId}": {
+            "get": d.operation(
+                "Read a bulk operation with its live counters",
+                (200, s.BulkOperationView, "the operation"),
+                (401, 403, 404),
+                params=[uuid_param("operationId")],
             )
         },
     }

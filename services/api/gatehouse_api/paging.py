@@ -26,10 +26,17 @@ def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
 
 
 def page_limit(raw: str | None) -> int:
-    if raw is None or raw == "":
+    if raw is None:
         return 50
     # ASCII digits only (str.isdigit() also takes "²" or "٣", which int() refuses or reads),
     # and few of them (int() refuses thousands of digits).
     if not (raw.isascii() and raw.isdigit() and len(raw) <= 10) or not 1 <= int(raw) <= MAX_PAGE:
         raise ValidationFailed(f"limit must be an integer from 1 to {MAX_PAGE}", field="limit")
     return int(raw)
+
+
+def choice(raw: str | None, name: str, allowed: tuple[str, ...] | set[str]) -> str | None:
+    """An optional query filter: absent is None; anything else (an empty value too) must be allowed."""
+    if raw is not None and raw not in allowed:
+        raise ValidationFailed(f"{name} must be one of {', '.join(sorted(allowed))}", field=name)
+    return raw

@@ -11,7 +11,7 @@ from gatehouse.composition import Gatehouse
 from gatehouse.errors import ValidationFailed
 from gatehouse_api.auth import principal, require_admin
 from gatehouse_api.body import read_json
-from gatehouse_api.paging import decode_cursor, encode_cursor, page_limit
+from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit
 from gatehouse_api.schemas import BulkCounters, BulkOperationPage, BulkOperationView, CreateBulkOperation
 
 
@@ -66,11 +66,8 @@ class BulkOperations:
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
-        status, op_type = req.get_param("status") or None, req.get_param("type") or None
-        if status is not None and status not in STATUSES:
-            raise ValidationFailed(f"status must be one of {', '.join(STATUSES)}", field="status")
-        if op_type is not None and op_type not in TYPES:
-            raise ValidationFailed(f"type must be one of {', '.join(TYPES)}", field="type")
+        status = choice(req.get_param("status"), "status", STATUSES)
+        op_type = choice(req.get_param("type"), "type", TYPES)
         limit = page_limit(req.get_param("limit"))
         cursor = req.get_param("cursor")
         ops = self.gh.bulk.list(

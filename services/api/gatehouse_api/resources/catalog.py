@@ -9,10 +9,9 @@ import falcon
 from gatehouse.catalog import AttributeRecord, NewProduct, Price, ProductPatch, ProductRecord
 from gatehouse.catalog.rules import STATUSES
 from gatehouse.composition import Gatehouse
-from gatehouse.errors import ValidationFailed
 from gatehouse_api.auth import principal, require_admin
 from gatehouse_api.body import read_json
-from gatehouse_api.paging import decode_cursor, encode_cursor, page_limit
+from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit
 from gatehouse_api.schemas import (
     AttributeList,
     AttributeView,
@@ -80,9 +79,7 @@ class Products:
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
-        status = req.get_param("status") or None
-        if status is not None and status not in STATUSES:
-            raise ValidationFailed(f"status must be one of {', '.join(STATUSES)}", field="status")
+        status = choice(req.get_param("status"), "status", STATUSES)
         limit = page_limit(req.get_param("limit"))
         cursor = req.get_param("cursor")
         before = decode_cursor(cursor) if cursor else None

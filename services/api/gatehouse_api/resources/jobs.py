@@ -14,7 +14,7 @@ from gatehouse.jobs import JobRecord
 from gatehouse.models import STATES
 from gatehouse_api.auth import principal, require_account
 from gatehouse_api.body import read_json
-from gatehouse_api.paging import decode_cursor, encode_cursor, page_limit
+from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit
 from gatehouse_api.schemas import AutobidderSyncRequest, ImportRequest, JobAccepted, JobPage, JobView
 
 
@@ -92,12 +92,8 @@ class AccountJobs:
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_account(req, account_id)
         self.gh.accounts.get(account_id)
-        state = req.get_param("state") or None
-        if state is not None and state not in STATES:
-            raise ValidationFailed(f"state must be one of {', '.join(STATES)}", field="state")
-        job_type = req.get_param("type") or None
-        if job_type is not None and job_type not in REGISTRY:
-            raise ValidationFailed(f"type must be one of {', '.join(sorted(REGISTRY))}", field="type")
+        state = choice(req.get_param("state"), "state", STATES)
+        job_type = choice(req.get_param("type"), "type", set(REGISTRY))
         limit = page_limit(req.get_param("limit"))
         cursor = req.get_param("cursor")
         before = decode_cursor(cursor) if cursor else None
