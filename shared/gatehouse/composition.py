@@ -31,6 +31,7 @@ from gatehouse.gate import RedisGate
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Accepted, Delivery, JobStore
 from gatehouse.jobs import pool as job_pool
+from gatehouse.search import SearchStore
 from gatehouse.settings import Settings, load_settings
 from gatehouse.users import Users
 from gatehouse.wb.limits import Limit, client_limits
@@ -53,6 +54,7 @@ class Gatehouse:
     users: Users
     catalog: CatalogStore
     bulk: BulkStore
+    search: SearchStore
 
     def submit(
         self, job_type: JobType, *, account_id: uuid.UUID | None, payload: dict[str, Any] | None = None
@@ -141,6 +143,11 @@ def bootstrap(
             job_type=jt.CATALOG_BULK_OPERATION.name,
             max_attempts=jt.CATALOG_BULK_OPERATION.retry.attempts,
         ),
+        search=SearchStore(engine),
+    )
+    # A searchable flip queues a re-index in the attribute's transaction.
+    gatehouse.catalog.start_reindex = lambda conn, requester: gatehouse.bulk.start_reindex_in(
+        conn, requester=requester, reason="attribute.searchable"
     )
     for middleware in consumer_middleware(gatehouse) if consumer_middleware else ():
         broker.add_middleware(middleware)

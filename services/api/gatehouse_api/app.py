@@ -14,7 +14,7 @@ from gatehouse_api import errors
 from gatehouse_api.auth import Authenticate
 from gatehouse_api.methods import UnknownMethods, with_head
 from gatehouse_api.openapi import OpenApi
-from gatehouse_api.resources import accounts, admin, bulk, catalog, jobs, notifications, users
+from gatehouse_api.resources import accounts, admin, bulk, catalog, jobs, notifications, search, users
 from gatehouse_api.resources.health import Health, Metrics, Ready
 
 log = logging.getLogger(__name__)
@@ -45,6 +45,8 @@ def create_app(gh: Gatehouse) -> falcon.App:
         "/v1/admin/catalog/products/{product_id:uuid}": catalog.Product(gh),
         "/v1/admin/catalog/attributes": catalog.Attributes(gh),
         "/v1/admin/catalog/attributes/{code}": catalog.Attribute(gh),
+        "/v1/admin/catalog/search": search.Search(gh),
+        "/v1/admin/catalog/search/reindex": search.SearchReindex(gh),
         "/v1/admin/catalog/bulk-operations": bulk.BulkOperations(gh),
         "/v1/admin/catalog/bulk-operations/{operation_id:uuid}": bulk.BulkOperation(gh),
         "/v1/me/notifications": notifications.MyNotifications(gh),

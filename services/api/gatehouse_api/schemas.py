@@ -344,3 +344,31 @@ class BulkOperationView(Reply):
 class BulkOperationPage(Reply):
     items: list[BulkOperationView]
     nextCursor: str | None
+
+
+# -- catalog search --------------------------------------------------------------------
+
+
+class SearchHit(Reply):
+    productId: uuid.UUID
+    sku: str
+    name: str
+    status: str
+    rank: float
+
+
+class SearchPage(Reply):
+    items: list[SearchHit]
+
+
+class ReindexStarted(Reply):
+    """The live re-index: the one just queued, or (alreadyRunning) the one pending or running."""
+
+    operationId: uuid.UUID
+    alreadyRunning: bool
+
+
+class AttributePatched(AttributeView):
+    """The attribute as changed; ``reindex`` only when its ``searchable`` flag flipped."""
+
+    reindex: ReindexStarted | None = None

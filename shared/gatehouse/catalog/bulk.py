@@ -13,6 +13,18 @@ rows and moves the counters and the cursor. A crash leaves whole batches; a
 second run of the same operation (a redelivery, a requeue) waits for the lock
 and continues after the cursor, so no product is patched twice and the
 counters stay exact.
+
+A ``search_reindex`` operation is the same row and the same job; ``run_batch``
+dispatches on the type. Its product ids are every product when it starts; each
+batch rebuilds their documents in the shadow table (``search_documents_build``),
+and the batch that ends it swaps the shadow into the live index
+(``search_documents``) in the same transaction (``gatehouse.search.documents``).
+An edit made while it builds is not lost: every edit writes its documents into
+both tables, and a re-index batch locks its products FOR SHARE first (an edit in
+flight commits before the batch reads the row), so the shadow never holds an
+older document than the last edit; the swap adds any product missing from the
+shadow (created after the operation listed its products). One live re-index at
+a time: a partial unique index (``catalog_bulk_operations_one_live_reindex``).
 """
 
 from __future__ import annotations
@@ -36,6 +48,7 @@ from gatehouse.catalog.tables import PRODUCT_COLUMNS, ProductRecord
 from gatehouse.errors import NotFound, ValidationFailed
 from gatehouse.jobs import SQL_CREATE, Delivery
 from gatehouse.notifications import notify
+from gatehouse.search import documents
 
 TYPES = ("product_bulk_update", "search_reindex")
 STATUSES = ("pending", "running", "completed", "failed")
@@ -49,6 +62,13 @@ class BulkOperation(SQLModel, table=True):
         CheckConstraint(f"type IN {TYPES}", name="catalog_bulk_operations_type_valid"),
         CheckConstraint(f"status IN {STATUSES}", name="catalog_bulk_operations_status_valid"),
         Index("catalog_bulk_operations_by_created", "created_at", "id"),
+        # One live re-index at a time: a second one conflicts while one is pending or running.
+        Index(
+            "catalog_bulk_operations_one_live_reindex",
+            "type",
+            unique=True,
+            postgresql_where=text("type = 'search_reindex' AND status IN ('pending', 'running')"),
+        ),
     )
 
     id: uuid.UUID = Field(primary_key=True)
@@ -179,6 +199,30 @@ UPDATE_PRODUCTS = text(
 )
 
 
+INSERT_REINDEX = text(
+    f"""
+    INSERT INTO catalog_bulk_operations (id, type, requester, request, product_ids, total)
+    SELECT :id, 'search_reindex', :requester, CAST(:request AS jsonb), ids, cardinality(ids)
+    FROM (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') AS ids FROM products) AS all_products
+    ON CONFLICT (type) WHERE type = 'search_reindex' AND status IN ('pending', 'running') DO NOTHING
+    RETURNING {COLUMNS}
+    """
+)
+LIVE_REINDEX = text(
+    f"SELECT {COLUMNS} FROM catalog_bulk_operations "
+    "WHERE type = 'search_reindex' AND status IN ('pending', 'running')"
+)
+
+
+@dataclass(frozen=True)
+class Reindex:
+    """A re-index asked for: the live operation, whether it was already running, and its job to send."""
+
+    operation: OperationRecord
+    already_running: bool
+    delivery: Delivery | None = None
+
+
 @dataclass(frozen=True)
 class Batch:
     """A committed batch: the operation after it, and the e-mail to send when it ended the operation."""
@@ -192,13 +236,20 @@ def _notify_end(conn: Connection, op: OperationRecord) -> Delivery | None:
     if op.requester is None:
         return None  # started with the admin token: nobody to tell
     ok = op.status == "completed"
-    counts = f"Produkty: {op.total}, zmienione: {op.succeeded}, błędy: {op.failed}."
     reason = "" if ok else f" Błąd: {(op.error or {}).get('message', 'nieznany')}."
+    if op.type == "search_reindex":
+        kind = f"catalog.search_reindex.{'completed' if ok else 'failed'}"
+        title = "Reindeksacja wyszukiwarki zakończona" if ok else "Reindeksacja wyszukiwarki nie powiodła się"
+        counts = f"Produkty: {op.total}, zaindeksowane: {op.succeeded}, błędy: {op.failed}."
+    else:
+        kind = f"catalog.bulk_operation.{'completed' if ok else 'failed'}"
+        title = "Operacja masowa zakończona" if ok else "Operacja masowa nie powiodła się"
+        counts = f"Produkty: {op.total}, zmienione: {op.succeeded}, błędy: {op.failed}."
     return notify(
         conn,
         user_id=op.requester,
-        kind=f"catalog.bulk_operation.{'completed' if ok else 'failed'}",
-        title="Operacja masowa zakończona" if ok else "Operacja masowa nie powiodła się",
+        kind=kind,
+        title=title,
         body=counts + reason,
         link=f"/v1/admin/catalog/bulk-operations/{op.id}",
     ).delivery
@@ -246,17 +297,41 @@ class BulkStore:
             if len(ids) <= sync_threshold:
                 # Small: one transaction for the record and the whole change; nobody to notify.
                 return self._batch(conn, op_id, patch, len(ids), actor) or op, None
-            job = conn.exec_driver_sql(
-                SQL_CREATE,
-                {
-                    "id": op_id,
-                    "tier": "user",
-                    "account_id": None,
-                    "payload": Jsonb({"operationId": str(op_id)}),
-                    **self._job,
-                },
-            ).one()
-        return op, Delivery(job.id, job.queue, job.type, job.delivery)
+            delivery = self._job_row(conn, op_id)
+        return op, delivery
+
+    def _job_row(self, conn: Connection, op_id: uuid.UUID) -> Delivery:
+        job = conn.exec_driver_sql(
+            SQL_CREATE,
+            {
+                "id": op_id,
+                "tier": "user",
+                "account_id": None,
+                "payload": Jsonb({"operationId": str(op_id)}),
+                **self._job,
+            },
+        ).one()
+        return Delivery(job.id, job.queue, job.type, job.delivery)
+
+    def start_reindex(self, *, requester: uuid.UUID | None, reason: str = "requested") -> Reindex:
+        """Queue a ``search_reindex`` over every product, or return the one already live."""
+        with self.engine.begin() as conn:
+            return self.start_reindex_in(conn, requester=requester, reason=reason)
+
+    def start_reindex_in(self, conn: Connection, *, requester: uuid.UUID | None, reason: str) -> Reindex:
+        """In the caller's transaction (an attribute's searchable flip); send ``delivery`` after commit."""
+        while True:
+            op_id = uuid.uuid4()
+            row = conn.execute(
+                INSERT_REINDEX,
+                {"id": op_id, "requester": requester, "request": json.dumps({"reason": reason})},
+            ).one_or_none()
+            if row is not None:
+                return Reindex(OperationRecord(*row), False, self._job_row(conn, op_id))
+            live = conn.execute(LIVE_REINDEX).one_or_none()
+            if live is not None:
+                return Reindex(OperationRecord(*live), True)
+            # The live one ended between the two statements: try again.
 
     def run_batch(self, op_id: uuid.UUID, batch_size: int, *, actor: str) -> Batch | None:
         """Process the next batch in one transaction; None when there is nothing left to do.
@@ -266,11 +341,14 @@ class BulkStore:
         """
         with self.engine.begin() as conn:
             op = conn.execute(
-                text("SELECT request FROM catalog_bulk_operations WHERE id = :id"), {"id": op_id}
+                text("SELECT type, request FROM catalog_bulk_operations WHERE id = :id"), {"id": op_id}
             ).one_or_none()
             if op is None:
                 raise NotFound(f"bulk operation {op_id} not found")
-            done = self._batch(conn, op_id, patch_from_json(op.request["patch"]), batch_size, actor)
+            if op.type == "search_reindex":
+                done = self._reindex_batch(conn, op_id, batch_size)
+            else:
+                done = self._batch(conn, op_id, patch_from_json(op.request["patch"]), batch_size, actor)
             if done is None:
                 return None
             return Batch(done, _notify_end(conn, done) if done.status == "completed" else None)
@@ -287,7 +365,9 @@ class BulkStore:
             for r in (
                 ProductRecord(*row)
                 for row in conn.execute(
-                    text(f"SELECT {PRODUCT_COLUMNS} FROM products WHERE id = ANY(:ids) FOR UPDATE"),
+                    text(
+                        f"SELECT {PRODUCT_COLUMNS} FROM products WHERE id = ANY(:ids) ORDER BY id FOR UPDATE"
+                    ),
                     {"ids": batch},
                 )
             )
@@ -332,6 +412,31 @@ class BulkStore:
         if changes:
             conn.execute(UPDATE_PRODUCTS, {"changes": json.dumps(changes)})
             conn.execute(audit.INSERT, audits)
+            documents.refresh(conn, [c["id"] for c in changes])
+        return OperationRecord(
+            *conn.execute(
+                ADVANCE,
+                {
+                    "id": op_id,
+                    "n": len(batch),
+                    "ok": len(batch) - len(failures),
+                    "bad": len(failures),
+                    "failures": json.dumps(failures),
+                },
+            ).one()
+        )
+
+    def _reindex_batch(self, conn: Connection, op_id: uuid.UUID, size: int) -> OperationRecord | None:
+        """The next products' documents into the shadow; the last batch swaps the shadow in."""
+        status, cursor, total, ids = conn.execute(LOCK, {"id": op_id}).one()
+        if status not in LIVE:
+            return None  # done already: a duplicate or late run
+        batch = ids[cursor : cursor + size]
+        built = documents.build(conn, batch) if batch else set()
+        # A product deleted since the operation listed it has no document to build.
+        failures = [{"productId": str(i), "reason": "product not found"} for i in batch if i not in built]
+        if cursor + len(batch) >= total:
+            documents.swap(conn)
         return OperationRecord(
             *conn.execute(
                 ADVANCE,

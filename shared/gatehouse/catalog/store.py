@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +15,10 @@ from gatehouse.catalog import rules
 from gatehouse.catalog.rules import NewProduct, Price, ProductPatch
 from gatehouse.catalog.tables import ATTRIBUTE_COLUMNS, PRODUCT_COLUMNS, AttributeRecord, ProductRecord
 from gatehouse.errors import Conflict, NotFound, ValidationFailed
+from gatehouse.search import documents
+
+# Queues a search re-index in the caller's transaction: (conn, requester) -> gatehouse.catalog.bulk.Reindex.
+StartReindex = Callable[[Connection, uuid.UUID | None], Any]
 
 # Many products in one statement: the rows travel as one JSON array.
 INSERT_PRODUCTS = text(
@@ -44,8 +49,10 @@ def _row(product: NewProduct) -> dict[str, Any]:
 
 
 class CatalogStore:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, start_reindex: StartReindex | None = None) -> None:
         self.engine = engine
+        # Set by the composition (BulkStore.start_reindex_in); without it a searchable flip queues nothing.
+        self.start_reindex = start_reindex
 
     # -- products --------------------------------------------------------------------
 
@@ -155,6 +162,7 @@ class CatalogStore:
                 before=change.before,
                 after=change.after,
             )
+            documents.refresh(conn, [product_id])
         return ProductRecord(*updated)
 
     # -- attributes ------------------------------------------------------------------
@@ -182,6 +190,23 @@ class CatalogStore:
     def patch_attribute(
         self, code: str, *, label: str | None = None, searchable: bool | None = None, actor: str
     ) -> AttributeRecord:
+        return self.update_attribute(code, label=label, searchable=searchable, actor=actor)[0]
+
+    def update_attribute(
+        self,
+        code: str,
+        *,
+        label: str | None = None,
+        searchable: bool | None = None,
+        actor: str,
+        requester: uuid.UUID | None = None,
+    ) -> tuple[AttributeRecord, Any]:
+        """Edit an attribute; a ``searchable`` flip queues a search re-index in the same transaction.
+
+        Returns the attribute and the ``Reindex`` (None unless the flag flipped);
+        send its ``delivery`` after this returns.
+        """
+        reindex = None
         if label is None and searchable is None:
             raise ValidationFailed("the patch changes nothing: send label and/or searchable", field=None)
         if label is not None:
@@ -202,7 +227,7 @@ class CatalogStore:
                 if new is not None and new != old:
                     before[key], after[key] = old, new
             if not after:
-                return current
+                return current, None
             updated = conn.execute(
                 text(
                     "UPDATE attributes SET label = :label, searchable = :searchable WHERE code = :code "
@@ -223,13 +248,17 @@ class CatalogStore:
                 before=before,
                 after=after,
             )
-        return AttributeRecord(*updated)
+            if "searchable" in after and self.start_reindex is not None:
+                reindex = self.start_reindex(conn, requester)
+        return AttributeRecord(*updated), reindex
 
     # -- helpers ---------------------------------------------------------------------
 
     def _insert(self, conn: Connection, products: list[NewProduct]) -> list[ProductRecord]:
         rows = conn.execute(INSERT_PRODUCTS, {"items": json.dumps([_row(p) for p in products])})
-        return [ProductRecord(*row) for row in rows]
+        created = [ProductRecord(*row) for row in rows]
+        documents.refresh(conn, [p.id for p in created])
+        return created
 
     @staticmethod
     def _require_attributes(conn: Connection, fields_of: dict[str, str]) -> None:

@@ -9,6 +9,7 @@ import gatehouse.catalog.bulk
 import gatehouse.catalog.tables
 import gatehouse.models
 import gatehouse.notifications.tables
+import gatehouse.search.tables
 import gatehouse.users
 import gatehouse.wb.tables  # noqa: F401
 

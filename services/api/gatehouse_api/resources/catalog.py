@@ -14,6 +14,7 @@ from gatehouse_api.body import read_json
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit
 from gatehouse_api.schemas import (
     AttributeList,
+    AttributePatched,
     AttributeView,
     CreateAttribute,
     CreateProduct,
@@ -25,6 +26,7 @@ from gatehouse_api.schemas import (
     ProductPage,
     ProductsCreated,
     ProductView,
+    ReindexStarted,
 )
 
 
@@ -151,7 +153,15 @@ class Attribute:
     def on_patch(self, req: falcon.Request, resp: falcon.Response, code: str) -> None:
         require_admin(req)
         body = read_json(req, PatchAttribute, max_bytes=self.gh.settings.max_body_bytes)
-        attribute = self.gh.catalog.patch_attribute(
-            code, label=body.label, searchable=body.searchable, actor=principal(req).actor
+        caller = principal(req)
+        attribute, reindex = self.gh.catalog.update_attribute(
+            code, label=body.label, searchable=body.searchable, actor=caller.actor, requester=caller.user_id
         )
-        resp.media = attribute_view(attribute)
+        view = AttributePatched(**attribute_model(attribute).model_dump())
+        if reindex is not None:  # the searchable flag flipped: a re-index was queued (or is live)
+            if reindex.delivery is not None:
+                self.gh.enqueue(reindex.delivery)
+            view.reindex = ReindexStarted(
+                operationId=reindex.operation.id, alreadyRunning=reindex.already_running
+            )
+        resp.media = view.model_dump(mode="json", exclude_none=True)

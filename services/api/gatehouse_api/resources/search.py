@@ -1,0 +1,61 @@
+"""Catalog search (the live full-text index) and its re-index (a search_reindex bulk operation)."""
+
+from __future__ import annotations
+
+import falcon
+
+from gatehouse import search
+from gatehouse.catalog.rules import STATUSES
+from gatehouse.composition import Gatehouse
+from gatehouse.errors import ValidationFailed
+from gatehouse_api.auth import principal, require_admin
+from gatehouse_api.schemas import ReindexStarted, SearchHit, SearchPage
+
+
+def _search_limit(raw: str | None) -> int:
+    if raw is None:
+        return 20
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 10) or not 1 <= int(raw) <= search.LIMIT_MAX:
+        raise ValidationFailed(f"limit must be an integer from 1 to {search.LIMIT_MAX}", field="limit")
+    return int(raw)
+
+
+class Search:
+    """Full-text search of the catalog (the live index): ranked, the last word as a prefix."""
+
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        require_admin(req)
+        q = req.get_param("q")
+        if q is None:
+            raise ValidationFailed("q is required", field="q")
+        status = req.get_param("status")
+        if status is not None and status not in STATUSES:
+            raise ValidationFailed(f"status must be one of {', '.join(STATUSES)}", field="status")
+        hits = self.gh.search.search(q, status=status, limit=_search_limit(req.get_param("limit")))
+        resp.media = SearchPage(
+            items=[
+                SearchHit(productId=h.product_id, sku=h.sku, name=h.name, status=h.status, rank=h.rank)
+                for h in hits
+            ]
+        ).model_dump(mode="json")
+
+
+class SearchReindex:
+    """Queue a re-index of every product's document (or answer with the live one)."""
+
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        require_admin(req)
+        reindex = self.gh.bulk.start_reindex(requester=principal(req).user_id)
+        if reindex.delivery is not None:
+            self.gh.enqueue(reindex.delivery)
+        resp.status = 202
+        resp.location = f"/v1/admin/catalog/bulk-operations/{reindex.operation.id}"
+        resp.media = ReindexStarted(
+            operationId=reindex.operation.id, alreadyRunning=reindex.already_running
+        ).model_dump(mode="json")

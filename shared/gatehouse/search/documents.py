@@ -1,0 +1,108 @@
+"""Documents derived from products, set-based: one statement per batch of products, never one per product.
+
+The text search configuration ``gatehouse_search`` (migration 0010) is
+``simple`` (no stemming, no stop words: SKUs, names and codes in any
+language) with ``unaccent`` in front of it where the extension exists, so
+"Krzesło" is found by "krzeslo". Separators inside words (``CH-1``, ``1.5``)
+become spaces first, as the query splits on them too (the default parser would
+read ``-1`` as a signed number).
+
+Every edit (create, batch create, PATCH, a bulk-update batch) refreshes the
+documents of the products it changed in *both* tables — the live index and the
+shadow — in its own transaction (``refresh``). A re-index rebuilds the shadow
+(``build``) and swaps it in (``swap``). See ``gatehouse.catalog.bulk`` for why
+nothing an edit writes during a re-index is lost.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy import Connection, text
+
+CONFIG = "gatehouse_search"
+
+# One product's document; ``p`` is the product row.
+DOCUMENT = f"""
+    setweight(to_tsvector('{CONFIG}', translate(p.name, '-./:,;+#', '        ')), 'A')
+    || setweight(to_tsvector('{CONFIG}', translate(p.sku, '-./:,;+#', '        ')), 'A')
+    || setweight(to_tsvector('{CONFIG}', translate(coalesce((
+         SELECT string_agg(v.value #>> '{{}}', ' ' ORDER BY v.key)
+         FROM jsonb_each(p.attributes) AS v JOIN attributes AS a ON a.code = v.key
+         WHERE a.searchable AND jsonb_typeof(v.value) IN ('string', 'number')), ''), '-./:,;+#', '        ')), 'B')
+    || setweight(to_tsvector('{CONFIG}', translate(p.description, '-./:,;+#', '        ')), 'C')
+"""
+
+_UPSERT = "ON CONFLICT (product_id) DO UPDATE SET document = EXCLUDED.document, status = EXCLUDED.status"
+
+# Edits: the changed products' documents into the live index and the shadow, in one statement.
+REFRESH = text(
+    f"""
+    WITH docs AS (
+      SELECT p.id AS product_id, {DOCUMENT} AS document, p.status FROM products AS p WHERE p.id = ANY(:ids)
+    ), live AS (
+      INSERT INTO search_documents (product_id, document, status) SELECT * FROM docs {_UPSERT}
+    )
+    INSERT INTO search_documents_build (product_id, document, status) SELECT * FROM docs {_UPSERT}
+    """
+)
+
+# A re-index batch: these products' documents into the shadow only. FOR SHARE waits for an edit of
+# one of them still in flight and then reads its committed row, so the shadow never keeps an older
+# document than the edit wrote (the edit's own write into the shadow happens before it commits).
+BUILD = text(
+    f"""
+    WITH locked AS (
+      SELECT id FROM products WHERE id = ANY(:ids) ORDER BY id FOR SHARE
+    )
+    INSERT INTO search_documents_build (product_id, document, status)
+    SELECT p.id, {DOCUMENT}, p.status FROM products AS p JOIN locked USING (id)
+    {_UPSERT}
+    RETURNING product_id
+    """
+)
+
+# The swap, one transaction: writers of either table wait (SHARE ROW EXCLUSIVE), readers do not —
+# a search sees the old index until the commit, then the new one, never a mix.
+SWAP = (
+    text("LOCK TABLE search_documents, search_documents_build IN SHARE ROW EXCLUSIVE MODE"),
+    # A product committed after the re-index listed its products and missing from the shadow.
+    text(
+        f"""
+        INSERT INTO search_documents_build (product_id, document, status)
+        SELECT p.id, {DOCUMENT}, p.status FROM products AS p
+        WHERE NOT EXISTS (SELECT 1 FROM search_documents_build AS b WHERE b.product_id = p.id)
+        """
+    ),
+    text(
+        f"""
+        INSERT INTO search_documents (product_id, document, status)
+        SELECT product_id, document, status FROM search_documents_build {_UPSERT}
+        WHERE search_documents.document IS DISTINCT FROM EXCLUDED.document
+           OR search_documents.status IS DISTINCT FROM EXCLUDED.status
+        """
+    ),
+    text(
+        """
+        DELETE FROM search_documents AS d
+        WHERE NOT EXISTS (SELECT 1 FROM search_documents_build AS b WHERE b.product_id = d.product_id)
+        """
+    ),
+)
+
+
+def refresh(conn: Connection, product_ids: Sequence[uuid.UUID | str]) -> None:
+    """Keep the documents of these (just changed) products current, in the caller's transaction."""
+    if product_ids:
+        conn.execute(REFRESH, {"ids": [uuid.UUID(str(i)) for i in product_ids]})
+
+
+def build(conn: Connection, product_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+    """Rebuild these products' documents in the shadow; returns the ids that exist."""
+    return set(conn.execute(BUILD, {"ids": list(product_ids)}).scalars())
+
+
+def swap(conn: Connection) -> None:
+    for statement in SWAP:
+        conn.execute(statement)

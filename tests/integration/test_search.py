@@ -1,0 +1,152 @@
+"""Catalog search against real PostgreSQL: documents follow edits, ranking and prefixes, the re-index."""
+
+from __future__ import annotations
+
+import pytest
+
+from gatehouse.catalog import NewProduct, Price, ProductPatch
+from gatehouse.catalog.bulk import Selection
+from gatehouse.errors import ValidationFailed
+from gatehouse.search import tsquery_of
+
+
+def skus(hits) -> list[str]:
+    return [h.sku for h in hits]
+
+
+def product(gh, sku: str, name: str, **kw):
+    return gh.catalog.create_product(NewProduct(sku=sku, name=name, price=Price(100, "PLN"), **kw))
+
+
+def reindex_to_end(gh, op_id, size=2):
+    steps = []
+    while (batch := gh.bulk.run_batch(op_id, size, actor="admin")) is not None:
+        steps.append(batch.operation)
+    return steps
+
+
+def test_documents_follow_create_batch_patch_and_bulk_edits(gh):
+    chair = product(gh, "CH-1", "Krzesło dębowe", description="do jadalni")
+    gh.catalog.create_products(
+        [NewProduct(sku=f"T-{i}", name=f"Stół {i}", price=Price(100, "PLN")) for i in range(3)]
+    )
+    assert skus(gh.search.search("krzeslo")) == ["CH-1"]  # unaccent folding, case folding
+    assert skus(gh.search.search("jadalni")) == ["CH-1"]
+    assert sorted(skus(gh.search.search("stol"))) == ["T-0", "T-1", "T-2"]
+
+    gh.catalog.patch_product(chair.id, ProductPatch(name="Fotel", status="active"), actor="admin")
+    assert skus(gh.search.search("krzeslo")) == []
+    [hit] = gh.search.search("fotel")
+    assert (hit.product_id, hit.status) == (chair.id, "active")
+    assert skus(gh.search.search("fotel", status="draft")) == []
+
+    ids = [p.id for p in gh.catalog.list_products(limit=10) if p.sku.startswith("T-")]
+    op, _ = gh.bulk.create(
+        Selection(product_ids=tuple(ids)),
+        ProductPatch(name="Biurko"),
+        {"productIds": [str(i) for i in ids], "patch": {"name": "Biurko"}},
+        requester=None,
+        actor="admin",
+        sync_threshold=50,
+    )
+    assert op.status == "completed"
+    assert skus(gh.search.search("stol")) == [] and len(gh.search.search("biurko")) == 3
+
+
+def test_ranking_weights_and_prefix_on_the_last_word(gh):
+    product(gh, "A-1", "Lampa", description="lampa stojąca z abażurem")
+    product(gh, "A-2", "Abażur lniany")
+    product(gh, "A-3", "Kinkiet", description="mosiężny")
+    # name (A) outranks description (C)
+    assert skus(gh.search.search("abażur")) == ["A-2", "A-1"]
+    # the last word is a prefix; the others are whole words
+    assert skus(gh.search.search("kink")) == ["A-3"]
+    assert skus(gh.search.search("lampa stoj")) == ["A-1"]
+    assert skus(gh.search.search("lam stojąca")) == []
+    assert skus(gh.search.search("a-3")) == ["A-3"]  # the sku is in the document
+    hits = gh.search.search("abażur")
+    assert hits[0].rank > hits[1].rank > 0
+    assert len(gh.search.search("a", limit=1)) == 1
+
+
+def test_only_searchable_attribute_values_are_found(gh):
+    gh.catalog.create_attribute("color", "Kolor", True)
+    gh.catalog.create_attribute("supplier", "Dostawca", False)
+    product(gh, "C-1", "Krzesło", attributes={"color": "czerwony", "supplier": "Meblex"})
+    assert skus(gh.search.search("czerwony")) == ["C-1"]
+    assert skus(gh.search.search("meblex")) == []
+
+
+@pytest.mark.parametrize(("q", "field"), [("", "q"), ("   ", "q"), ("!!!", "q"), ("x" * 201, "q")])
+def test_bad_queries_are_refused(gh, q, field):
+    with pytest.raises(ValidationFailed) as err:
+        gh.search.search(q)
+    assert err.value.field == field
+
+
+def test_bad_status_and_limit_are_refused(gh):
+    with pytest.raises(ValidationFailed):
+        gh.search.search("a", status="gone")
+    with pytest.raises(ValidationFailed):
+        gh.search.search("a", limit=0)
+
+
+def test_query_quoting_leaves_no_operator_through():
+    assert tsquery_of("krzesło czerw") == "'krzesło' & 'czerw':*"
+    assert tsquery_of("a&b | !c'd") == "'a' & 'b' & 'c' & 'd':*"
+
+
+def test_a_flip_reindexes_into_the_shadow_and_swaps_at_the_end(gh, sql):
+    gh.catalog.create_attribute("material", "Materiał", False)
+    for i in range(5):
+        product(gh, f"M-{i}", f"Stół {i}", attributes={"material": "dąb"})
+
+    attribute, reindex = gh.catalog.update_attribute("material", searchable=True, actor="admin")
+    assert attribute.searchable and not reindex.already_running
+    op = reindex.operation
+    assert (op.type, op.status, op.total) == ("search_reindex", "pending", 5)
+    [(state,)] = sql("SELECT state FROM jobs WHERE id = :id", id=op.id)
+    assert state == "waiting" and reindex.delivery.job_id == op.id
+
+    # A label change is no flip: no re-index
+    assert gh.catalog.update_attribute("material", label="Tworzywo", actor="admin")[1] is None
+
+    first = gh.bulk.run_batch(op.id, 2, actor="admin").operation
+    assert (first.status, first.processed) == ("running", 2)
+    assert skus(gh.search.search("dab")) == []  # the live index is the old one while the shadow builds
+
+    # An edit while the shadow builds: written into both, so the swap keeps it
+    edited = gh.catalog.list_products(limit=10)[0]
+    gh.catalog.patch_product(edited.id, ProductPatch(name="Ława"), actor="admin")
+    late = product(gh, "M-late", "Regał", attributes={"material": "dąb"})  # after the listing
+
+    steps = reindex_to_end(gh, op.id)
+    assert [s.status for s in steps] == ["running", "completed"]
+    done = gh.bulk.get(op.id)
+    assert (done.processed, done.succeeded, done.failed) == (5, 5, 0)
+    assert sorted(skus(gh.search.search("dab"))) == sorted([f"M-{i}" for i in range(5)] + ["M-late"])
+    assert skus(gh.search.search("lawa")) == [edited.sku]
+    assert skus(gh.search.search("regal")) == [late.sku]
+    assert gh.bulk.run_batch(op.id, 2, actor="admin") is None  # a duplicate run is a no-op
+
+
+def test_one_live_reindex_at_a_time(gh):
+    product(gh, "R-1", "Stół")
+    first = gh.bulk.start_reindex(requester=None)
+    again = gh.bulk.start_reindex(requester=None)
+    assert not first.already_running and again.already_running
+    assert again.operation.id == first.operation.id and again.delivery is None
+    reindex_to_end(gh, first.operation.id)
+    assert gh.bulk.get(first.operation.id).status == "completed"
+    third = gh.bulk.start_reindex(requester=None)
+    assert not third.already_running and third.operation.id != first.operation.id
+
+
+def test_a_reindex_of_an_empty_catalog_completes_and_notifies_its_requester(gh, sql):
+    ala = gh.users.create("ala@example.com", "Ala")
+    reindex = gh.bulk.start_reindex(requester=ala.id)
+    [batch] = [gh.bulk.run_batch(reindex.operation.id, 10, actor=str(ala.id))]
+    assert batch.operation.status == "completed" and batch.operation.total == 0
+    assert batch.email is not None
+    [(kind,)] = sql("SELECT kind FROM notifications WHERE user_id = :u", u=ala.id)
+    assert kind == "catalog.search_reindex.completed"
