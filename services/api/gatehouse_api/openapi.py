@@ -166,11 +166,43 @@ def catalog_paths(d: Document) -> dict[str, Any]:
         },
         "/v1/admin/catalog/attributes/{code}": {
             "patch": d.operation(
-                "Edit an attribute (label, searchable); the change is audited",
-                (200, s.AttributeView, "the attribute as changed"),
+                "Edit an attribute (label, searchable); the change is audited; a searchable flip queues a re-index",
+                (
+                    200,
+                    s.AttributePatched,
+                    "the attribute as changed (with `reindex` when searchable flipped)",
+                ),
                 (400, 401, 403, 404, 413, 415, 422),
                 body=(s.PatchAttribute, True),
                 params=[code],
+            )
+        },
+        "/v1/admin/catalog/search": {
+            "get": d.operation(
+                "Search the catalog (PostgreSQL full text; the last word is a prefix)",
+                (200, s.SearchPage, "the best matches, ranked"),
+                (401, 403, 422),
+                params=[
+                    {
+                        "name": "q",
+                        "in": "query",
+                        "required": True,
+                        "schema": {"type": "string", "minLength": 1, "maxLength": 200},
+                    },
+                    {"name": "status", "in": "query", "schema": {"type": "string", "enum": list(STATUSES)}},
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+                    },
+                ],
+            )
+        },
+        "/v1/admin/catalog/search/reindex": {
+            "post": d.operation(
+                "Rebuild the search index (one live re-index at a time)",
+                (202, s.ReindexStarted, "queued, or the live one (`alreadyRunning`)"),
+                (401, 403),
             )
         },
         "/v1/admin/catalog/bulk-operations": {
