@@ -180,3 +180,39 @@ def test_bad_selections_and_patches_are_problems_with_stable_codes(processes, gh
     assert answer.status_code == 200
     assert answer.json()["counters"]["failed"] == 1
     assert answer.json()["failedItems"] == [{"productId": ghost, "reason": "product not found"}]
+
+
+def test_smtp_down_at_the_end_completes_the_operation_and_the_email_follows_when_it_is_back(
+    processes, gh, sql
+):
+    # Given a staff user's queued operation and an SMTP server that is down when it ends
+    smtp = SmtpServer(free_port())  # nothing listens yet
+    env = {"SMTP_URL": smtp.url, "RETRY_DELAY_SCALE": "0.01"}  # e-mail retries 0.3, 0.6, 1.2 … s apart
+    processes.start("worker", "gatehouse-worker", "--processes", "1", "--threads", "2", env=env)
+    ala = gh.users.create("ala@example.com", "Ala")
+    products(gh, 60)
+    ids = [uuid.UUID(i) for i in all_ids(sql)]
+    op, delivery = gh.bulk.create(
+        Selection(product_ids=tuple(ids)), patch_from_json(PATCH),
+        {"productIds": [str(i) for i in ids], "patch": PATCH}, requester=ala.id, actor=str(ala.id),
+        sync_threshold=50,
+    )  # fmt: skip
+    gh.enqueue(delivery)
+
+    # Then the operation completes regardless, and its e-mail waits on its own retries …
+    wait_until(lambda: gh.bulk.get(op.id).status == "completed", timeout=30, what="the operation")
+
+    def email_job():
+        rows = sql("SELECT state, attempt FROM jobs WHERE type = 'notifications.email'")
+        return rows[0] if rows else None
+
+    wait_until(lambda: (j := email_job()) and j.attempt >= 2, timeout=30, what="the e-mail to be retrying")
+    assert gh.bulk.get(op.id).status == "completed"
+
+    # … until the server is back: then it is delivered, once
+    smtp.start()
+    try:
+        wait_until(lambda: email_job().state == "completed", timeout=30, what="the e-mail to be sent")
+        assert len(smtp.inbox.messages) == 1 and smtp.inbox.messages[0][0] == ["ala@example.com"]
+    finally:
+        smtp.stop()
