@@ -143,3 +143,25 @@ def test_the_requester_is_notified_once_when_a_queued_operation_ends_and_not_for
     assert link.endswith(str(op.id))
     assert sql("SELECT count(*) FROM jobs WHERE type = 'notifications.email'")[0][0] == 1
     assert gh.bulk.run_batch(op.id, 25, actor=str(ala.id)) is None  # a late duplicate notifies nobody
+
+
+def test_an_operation_accepted_while_redis_was_down_is_sent_by_reconciliation(gh, settings):
+    from gatehouse.composition import bootstrap
+    from gatehouse.job_types import CATALOG_BULK_OPERATION
+    from gatehouse.reconcile import reconcile
+    from tests.support.processes import free_port
+
+    ids = products(gh, 51)
+    offline = bootstrap(settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"}))
+    request = {"productIds": [str(i) for i in ids], "patch": {"status": "active"}}
+    op, delivery = offline.bulk.create(
+        Selection(product_ids=tuple(ids)), ProductPatch(status="active"), request, requester=None,
+        actor="admin", sync_threshold=50,
+    )  # fmt: skip
+    offline.enqueue(delivery)  # Redis is down: logged, the rows are safe
+    offline.close()
+    assert gh.bulk.get(op.id).status == "pending"
+    assert not gh.dispatcher.queued_job_ids({CATALOG_BULK_OPERATION.queue})
+
+    assert reconcile(gh.jobs, gh.dispatcher, grace_ms=0) == 1
+    assert gh.dispatcher.queued_job_ids({CATALOG_BULK_OPERATION.queue}) == {str(op.id)}
