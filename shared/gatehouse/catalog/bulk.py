@@ -167,8 +167,11 @@ INSERT_OPERATION = text(
     RETURNING {COLUMNS}
     """
 )
+# Lock the operation and read only the next batch's ids (arrays are 1-based; an
+# operation of 20,000 products must not send all 20,000 ids with every batch).
 LOCK = text(
-    "SELECT status, cursor, total, product_ids FROM catalog_bulk_operations WHERE id = :id FOR UPDATE"
+    "SELECT status, cursor, total, product_ids[cursor + 1 : cursor + :size] FROM catalog_bulk_operations "
+    "WHERE id = :id FOR UPDATE"
 )
 ADVANCE = text(
     f"""
@@ -341,14 +344,15 @@ class BulkStore:
         """
         with self.engine.begin() as conn:
             op = conn.execute(
-                text("SELECT type, request FROM catalog_bulk_operations WHERE id = :id"), {"id": op_id}
+                text("SELECT type, request->'patch' AS patch FROM catalog_bulk_operations WHERE id = :id"),
+                {"id": op_id},
             ).one_or_none()
             if op is None:
                 raise NotFound(f"bulk operation {op_id} not found")
             if op.type == "search_reindex":
                 done = self._reindex_batch(conn, op_id, batch_size)
             else:
-                done = self._batch(conn, op_id, patch_from_json(op.request["patch"]), batch_size, actor)
+                done = self._batch(conn, op_id, patch_from_json(op.patch), batch_size, actor)
             if done is None:
                 return None
             return Batch(done, _notify_end(conn, done) if done.status == "completed" else None)
@@ -356,10 +360,9 @@ class BulkStore:
     def _batch(
         self, conn: Connection, op_id: uuid.UUID, patch: ProductPatch, size: int, actor: str
     ) -> OperationRecord | None:
-        status, cursor, total, ids = conn.execute(LOCK, {"id": op_id}).one()
+        status, cursor, total, batch = conn.execute(LOCK, {"id": op_id, "size": size}).one()
         if status not in LIVE or cursor >= total:
             return None  # done already: a duplicate or late run
-        batch = ids[cursor : cursor + size]
         rows = {
             r.id: r
             for r in (
@@ -405,13 +408,13 @@ class BulkStore:
                     "action": "product.bulk_update",
                     "entity": "product",
                     "entity_id": str(product.id),
-                    "before": json.dumps(change.before),
-                    "after": json.dumps(change.after),
+                    "before": change.before,
+                    "after": change.after,
                 }
             )
         if changes:
             conn.execute(UPDATE_PRODUCTS, {"changes": json.dumps(changes)})
-            conn.execute(audit.INSERT, audits)
+            audit.record_many(conn, audits)
             documents.refresh(conn, [c["id"] for c in changes])
         return OperationRecord(
             *conn.execute(
@@ -428,10 +431,9 @@ class BulkStore:
 
     def _reindex_batch(self, conn: Connection, op_id: uuid.UUID, size: int) -> OperationRecord | None:
         """The next products' documents into the shadow; the last batch swaps the shadow in."""
-        status, cursor, total, ids = conn.execute(LOCK, {"id": op_id}).one()
+        status, cursor, total, batch = conn.execute(LOCK, {"id": op_id, "size": size}).one()
         if status not in LIVE:
             return None  # done already: a duplicate or late run
-        batch = ids[cursor : cursor + size]
         built = documents.build(conn, batch) if batch else set()
         # A product deleted since the operation listed it has no document to build.
         failures = [{"productId": str(i), "reason": "product not found"} for i in batch if i not in built]
