@@ -115,7 +115,7 @@ def bootstrap(
         heartbeat_timeout=settings.broker_heartbeat_timeout_ms,
         maintenance_chance=settings.broker_maintenance_chance,
         # Producers need no middleware; consumers add theirs below. Dramatiq's
-        # defaults (Retries, TimeLimit, …) are replaced by the job lifecycle.
+        # defaults (Retries, TimeLimit, …) are replaced by the job runtime (gatehouse_worker.pipeline).
         middleware=[],
     )
     users = Users(engine)
