@@ -165,3 +165,59 @@ def test_an_operation_accepted_while_redis_was_down_is_sent_by_reconciliation(gh
 
     assert reconcile(gh.jobs, gh.dispatcher, grace_ms=0) == 1
     assert gh.dispatcher.queued_job_ids({CATALOG_BULK_OPERATION.queue}) == {str(op.id)}
+
+
+def test_a_batch_changes_and_audits_exactly_what_the_rules_say(gh, sql):
+    # The batch's SQL against the pure rules (gatehouse.catalog.rules.apply), product by product.
+    from gatehouse.catalog import rules
+
+    gh.catalog.create_attribute("color", "Kolor", True)
+    gh.catalog.create_attribute("size", "Rozmiar", False)
+    gh.catalog.create_products(
+        [
+            NewProduct(sku="A", name="a", price=Price(100, "PLN"), attributes={"color": "red", "size": 1}),
+            NewProduct(
+                sku="B", name="b", price=Price(250, "PLN"), status="active", attributes={"size": True}
+            ),
+            NewProduct(sku="C", name="c", price=Price(100, "EUR"), attributes={"color": "blue"}),
+        ]
+    )
+    before = {p.sku: p for p in gh.catalog.list_products(limit=10)}
+    patch = ProductPatch(price=Price(250, "PLN"), status="active", attributes={"color": "blue", "size": None})
+    expected = {
+        sku: rules.apply(
+            patch, name=p.name, description=p.description, price=Price(p.price_amount, p.price_currency),
+            status=p.status, attributes=p.attributes,
+        )
+        for sku, p in before.items()
+    }  # fmt: skip
+    request = {"productIds": [], "patch": {}}
+
+    gh.bulk.create(
+        Selection(product_ids=tuple(p.id for p in before.values())), patch, request, requester=None,
+        actor="admin", sync_threshold=50,
+    )  # fmt: skip
+
+    after = {p.sku: p for p in gh.catalog.list_products(limit=10)}
+    audits = {
+        row[0]: (row[1], row[2])
+        for row in sql(
+            "SELECT p.sku, a.before, a.after FROM audit_log AS a JOIN products AS p ON p.id::text = a.entity_id "
+            "WHERE a.action = 'product.bulk_update'"
+        )
+    }
+    for sku, change in expected.items():
+        merged = {**before[sku].attributes, **change.columns.get("attributes", before[sku].attributes)}
+        assert after[sku].attributes == change.columns.get("attributes", before[sku].attributes), (
+            sku,
+            merged,
+        )
+        assert (after[sku].price_amount, after[sku].price_currency, after[sku].status) == (
+            250,
+            "PLN",
+            "active",
+        )
+        if change.columns:
+            assert audits[sku] == (change.before, change.after), sku
+        else:
+            assert sku not in audits

@@ -19,10 +19,11 @@ dispatches on the type. Its product ids are every product when it starts; each
 batch rebuilds their documents in the shadow table (``search_documents_build``),
 and the batch that ends it swaps the shadow into the live index
 (``search_documents``) in the same transaction (``gatehouse.search.documents``).
-An edit made while it builds is not lost: every edit writes its documents into
-both tables, and a re-index batch locks its products FOR SHARE first (an edit in
-flight commits before the batch reads the row), so the shadow never holds an
-older document than the last edit; the swap adds any product missing from the
+An edit made while it builds is not lost: while a re-index is live every edit
+writes its documents into the shadow too (it checks after locking its products),
+and a re-index batch locks its products FOR SHARE first (an edit in flight
+commits before the batch reads the row), so the shadow never holds an older
+document than the last edit; the swap adds any product missing from the
 shadow (created after the operation listed its products). One live re-index at
 a time: a partial unique index (``catalog_bulk_operations_one_live_reindex``).
 """
@@ -40,11 +41,9 @@ from sqlalchemy import ARRAY, CheckConstraint, Column, Connection, DateTime, Eng
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from gatehouse import audit
 from gatehouse.catalog import rules
 from gatehouse.catalog.rules import Price, ProductPatch
 from gatehouse.catalog.store import CatalogStore
-from gatehouse.catalog.tables import PRODUCT_COLUMNS, ProductRecord
 from gatehouse.errors import NotFound, ValidationFailed
 from gatehouse.jobs import SQL_CREATE, Delivery
 from gatehouse.notifications import notify
@@ -189,15 +188,67 @@ ADVANCE = text(
     RETURNING {COLUMNS}
     """
 )
-# The changed products of a batch in one statement: every patched column, per product.
-UPDATE_PRODUCTS = text(
-    """
-    UPDATE products AS p SET name = c.name, description = c.description, price_amount = c.price_amount,
-      price_currency = c.price_currency, status = c.status, attributes = c.attributes, updated_at = now()
-    FROM jsonb_to_recordset(CAST(:changes AS jsonb)) AS c(
-      id uuid, name text, description text, price_amount bigint, price_currency text, status text,
-      attributes jsonb)
-    WHERE p.id = c.id
+# A whole batch of a bulk update in one statement, set-based: lock the batch's products, derive
+# each one's new values from the patch (the same patch for all), and for the products it really
+# changes write the new row and one audit row with before/after of only the changed fields. The
+# rules are gatehouse.catalog.rules.apply's, in SQL (a JSON true is not 1, as there). A product
+# that would exceed ATTRIBUTES_MAX attributes is left as it is and reported as a failed item.
+PATCH_BATCH = text(
+    f"""
+    WITH locked AS (
+      SELECT p.* FROM products AS p WHERE p.id = ANY(:ids) ORDER BY p.id FOR UPDATE
+    ), next AS (
+      SELECT o.id,
+        coalesce(CAST(:name AS text), o.name) AS name,
+        coalesce(CAST(:description AS text), o.description) AS description,
+        coalesce(CAST(:price_amount AS bigint), o.price_amount) AS price_amount,
+        coalesce(CAST(:price_currency AS text), o.price_currency) AS price_currency,
+        coalesce(CAST(:status AS text), o.status) AS status,
+        (o.attributes || CAST(:set_attributes AS jsonb)) - CAST(:removed_attributes AS text[]) AS attributes,
+        (SELECT ARRAY[coalesce(jsonb_object_agg(k, coalesce(o.attributes -> k, 'null')), '{{}}'),
+                coalesce(jsonb_object_agg(k, coalesce(CAST(:patch_attributes AS jsonb) -> k, 'null')), '{{}}')]
+         FROM jsonb_object_keys(CAST(:patch_attributes AS jsonb)) AS k
+         WHERE (o.attributes -> k) IS DISTINCT FROM nullif(CAST(:patch_attributes AS jsonb) -> k, 'null'))
+          AS attribute_change
+      FROM locked AS o
+    ), change AS (
+      SELECT n.*, o.name AS old_name, o.description AS old_description, o.status AS old_status,
+        o.price_amount AS old_amount, o.price_currency AS old_currency,
+        (SELECT count(*) FROM jsonb_object_keys(n.attributes)) > {rules.ATTRIBUTES_MAX} AS too_many
+      FROM next AS n JOIN locked AS o USING (id)
+    ), changed AS (
+      SELECT c.*,
+        jsonb_strip_nulls(jsonb_build_object(
+          'name', CASE WHEN c.name <> c.old_name THEN to_jsonb(c.old_name) END,
+          'description', CASE WHEN c.description <> c.old_description THEN to_jsonb(c.old_description) END,
+          'status', CASE WHEN c.status <> c.old_status THEN to_jsonb(c.old_status) END,
+          'price', CASE WHEN (c.price_amount, c.price_currency) <> (c.old_amount, c.old_currency)
+                   THEN jsonb_build_object('amount', c.old_amount, 'currency', c.old_currency) END))
+        || CASE WHEN (c.attribute_change)[1] <> '{{}}' THEN jsonb_build_object('attributes', (c.attribute_change)[1])
+                ELSE '{{}}' END AS before,
+        jsonb_strip_nulls(jsonb_build_object(
+          'name', CASE WHEN c.name <> c.old_name THEN to_jsonb(c.name) END,
+          'description', CASE WHEN c.description <> c.old_description THEN to_jsonb(c.description) END,
+          'status', CASE WHEN c.status <> c.old_status THEN to_jsonb(c.status) END,
+          'price', CASE WHEN (c.price_amount, c.price_currency) <> (c.old_amount, c.old_currency)
+                   THEN jsonb_build_object('amount', c.price_amount, 'currency', c.price_currency) END))
+        || CASE WHEN (c.attribute_change)[2] <> '{{}}' THEN jsonb_build_object('attributes', (c.attribute_change)[2])
+                ELSE '{{}}' END AS after
+      FROM change AS c WHERE NOT c.too_many
+    ), updated AS (
+      UPDATE products AS p SET name = c.name, description = c.description, price_amount = c.price_amount,
+        price_currency = c.price_currency, status = c.status, attributes = c.attributes, updated_at = now()
+      FROM changed AS c WHERE p.id = c.id AND c.before <> '{{}}'
+      RETURNING p.id
+    ), audited AS (
+      INSERT INTO audit_log (actor, action, entity, entity_id, before, after)
+      SELECT :actor, 'product.bulk_update', 'product', c.id::text, c.before, c.after
+      FROM changed AS c WHERE c.before <> '{{}}'
+    )
+    SELECT
+      (SELECT coalesce(array_agg(id), '{{}}') FROM updated) AS updated,
+      (SELECT coalesce(array_agg(id), '{{}}') FROM locked) AS found,
+      (SELECT coalesce(array_agg(id), '{{}}') FROM change WHERE too_many) AS too_many
     """
 )
 
@@ -363,59 +414,30 @@ class BulkStore:
         status, cursor, total, batch = conn.execute(LOCK, {"id": op_id, "size": size}).one()
         if status not in LIVE or cursor >= total:
             return None  # done already: a duplicate or late run
-        rows = {
-            r.id: r
-            for r in (
-                ProductRecord(*row)
-                for row in conn.execute(
-                    text(
-                        f"SELECT {PRODUCT_COLUMNS} FROM products WHERE id = ANY(:ids) ORDER BY id FOR UPDATE"
-                    ),
-                    {"ids": batch},
-                )
-            )
-        }
-        changes, audits, failures = [], [], []
-        for product_id in batch:
-            product = rows.get(product_id)
-            if product is None:
-                failures.append({"productId": str(product_id), "reason": "product not found"})
-                continue
-            change = rules.apply(
-                patch,
-                name=product.name,
-                description=product.description,
-                price=Price(product.price_amount, product.price_currency),
-                status=product.status,
-                attributes=product.attributes,
-            )
-            if not change.columns:
-                continue  # already as patched: a success that changes nothing
-            new = {
-                "id": str(product.id),
-                "name": product.name,
-                "description": product.description,
-                "price_amount": product.price_amount,
-                "price_currency": product.price_currency,
-                "status": product.status,
-                "attributes": product.attributes,
-                **change.columns,
-            }
-            changes.append(new)
-            audits.append(
-                {
-                    "actor": actor,
-                    "action": "product.bulk_update",
-                    "entity": "product",
-                    "entity_id": str(product.id),
-                    "before": change.before,
-                    "after": change.after,
-                }
-            )
-        if changes:
-            conn.execute(UPDATE_PRODUCTS, {"changes": json.dumps(changes)})
-            audit.record_many(conn, audits)
-            documents.refresh(conn, [c["id"] for c in changes])
+        attrs = patch.attributes or {}
+        price = patch.price
+        result = conn.execute(
+            PATCH_BATCH,
+            {
+                "ids": list(batch),
+                "actor": actor,
+                "name": patch.name,
+                "description": patch.description,
+                "price_amount": price.amount if price else None,
+                "price_currency": price.currency if price else None,
+                "status": patch.status,
+                "set_attributes": json.dumps({k: v for k, v in attrs.items() if v is not None}),
+                "removed_attributes": [k for k, v in attrs.items() if v is None],
+                "patch_attributes": json.dumps(attrs),
+            },
+        ).one()
+        found, too_many = set(result.found), set(result.too_many)
+        failures = [{"productId": str(i), "reason": "product not found"} for i in batch if i not in found] + [
+            {"productId": str(i), "reason": f"more than {rules.ATTRIBUTES_MAX} attributes"}
+            for i in batch
+            if i in too_many
+        ]
+        documents.refresh(conn, result.updated)
         return OperationRecord(
             *conn.execute(
                 ADVANCE,

@@ -8,8 +8,9 @@ become spaces first, as the query splits on them too (the default parser would
 read ``-1`` as a signed number).
 
 Every edit (create, batch create, PATCH, a bulk-update batch) refreshes the
-documents of the products it changed in *both* tables — the live index and the
-shadow — in its own transaction (``refresh``). A re-index rebuilds the shadow
+documents of the products it changed in its own transaction (``refresh``): in
+the live index, and in the shadow too while a re-index is live (between
+re-indexes the shadow may go stale; the next re-index rebuilds every row). A re-index rebuilds the shadow
 (``build``) and swaps it in (``swap``). See ``gatehouse.catalog.bulk`` for why
 nothing an edit writes during a re-index is lost.
 """
@@ -36,7 +37,10 @@ DOCUMENT = f"""
 
 _UPSERT = "ON CONFLICT (product_id) DO UPDATE SET document = EXCLUDED.document, status = EXCLUDED.status"
 
-# Edits: the changed products' documents into the live index and the shadow, in one statement.
+# Edits: the changed products' documents into the live index and, while a re-index is live, into
+# the shadow too, in one statement. The edit has already written (and so locked) its products when
+# this runs, so a re-index batch either built them before — then its operation was committed before
+# this statement and is seen live here — or waits for this commit (FOR SHARE) and reads the edit.
 REFRESH = text(
     f"""
     WITH docs AS (
@@ -44,7 +48,13 @@ REFRESH = text(
     ), live AS (
       INSERT INTO search_documents (product_id, document, status) SELECT * FROM docs {_UPSERT}
     )
-    INSERT INTO search_documents_build (product_id, document, status) SELECT * FROM docs {_UPSERT}
+    INSERT INTO search_documents_build (product_id, document, status)
+    SELECT * FROM docs
+    WHERE EXISTS (
+      SELECT 1 FROM catalog_bulk_operations
+      WHERE type = 'search_reindex' AND status IN ('pending', 'running')
+    )
+    {_UPSERT}
     """
 )
 
