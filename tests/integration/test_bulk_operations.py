@@ -221,3 +221,32 @@ def test_a_batch_changes_and_audits_exactly_what_the_rules_say(gh, sql):
             assert audits[sku] == (change.before, change.after), sku
         else:
             assert sku not in audits
+
+
+def test_a_product_the_patch_would_take_past_the_attribute_limit_is_a_failed_item(gh):
+    from gatehouse.catalog.rules import ATTRIBUTES_MAX
+
+    codes = [f"a{i}" for i in range(ATTRIBUTES_MAX + 1)]
+    for code in codes:
+        gh.catalog.create_attribute(code, code, False)
+    full = {code: 1 for code in codes[:ATTRIBUTES_MAX]}
+    gh.catalog.create_products(
+        [
+            NewProduct(sku="FULL", name="full", price=Price(1, "PLN"), attributes=full),
+            NewProduct(sku="ROOM", name="room", price=Price(1, "PLN")),
+        ]
+    )
+    by_sku = {p.sku: p.id for p in gh.catalog.list_products(limit=10)}
+    patch = ProductPatch(attributes={codes[-1]: 2})
+
+    op, _ = gh.bulk.create(
+        Selection(product_ids=tuple(by_sku.values())), patch, {"productIds": [], "patch": {}},
+        requester=None, actor="admin", sync_threshold=50,
+    )  # fmt: skip
+
+    assert (op.succeeded, op.failed) == (1, 1)
+    assert op.failed_items == [
+        {"productId": str(by_sku["FULL"]), "reason": f"more than {ATTRIBUTES_MAX} attributes"}
+    ]
+    assert len(gh.catalog.get_product(by_sku["FULL"]).attributes) == ATTRIBUTES_MAX  # left as it was
+    assert gh.catalog.get_product(by_sku["ROOM"]).attributes == {codes[-1]: 2}
