@@ -84,11 +84,7 @@ COLUMNS = ", ".join(f.name for f in fields(JobRecord))
 
 @dataclass
 class RunRecord:
-    """What a run needs of its row (the claim returns only these: it is every job's hot path).
-
-    ``progress`` is the row's progress as it was before this claim (a parked job's
-    ``waitingSince`` is there); ``first_start`` says the claim set ``started_at``.
-    """
+    """What a run needs of its row (the claim returns only these: it is every job's hot path)."""
 
     id: uuid.UUID
     type: str
@@ -102,11 +98,9 @@ class RunRecord:
     payload: dict[str, Any]
     checkpoint: dict[str, Any] | None
     created_at: datetime
-    first_start: bool
 
 
-_BEFORE = {"progress": "before.progress", "first_start": "before.started_at IS NULL AS first_start"}
-RUN_COLUMNS = ", ".join(_BEFORE.get(f.name, f"jobs.{f.name}") for f in fields(RunRecord))
+RUN_COLUMNS = ", ".join(f.name for f in fields(RunRecord))
 
 
 @dataclass(frozen=True)
@@ -183,32 +177,33 @@ SQL_LIVE = (
     f"SELECT {ACCEPTED_COLUMNS} FROM jobs WHERE account_id = %(account_id)s AND type = %(type)s AND {_LIVE}"
 )
 SQL_GET = f"SELECT {COLUMNS} FROM jobs WHERE id = %(id)s"
-# The claim, which also records the start: every run is claimed and running in one
-# statement. A gated job that then finds its account's gate taken parks, and its park
-# takes the start back when this claim made it (``first_start``). The self-join reads
-# the row as it was before the claim (``before``).
-SQL_CLAIM = f"""
-UPDATE jobs SET state = 'active', claims = jobs.claims + 1, worker = %(worker)s, lease_until = {_LEASE},
-  progress = '{json.dumps(P.stored(P.RUNNING))}'::jsonb, started_at = coalesce(jobs.started_at, now()),
-  updated_at = now()
-FROM jobs AS before
-WHERE jobs.id = %(id)s AND before.id = jobs.id AND jobs.delivery = %(delivery)s
-  AND jobs.state IN ('waiting', 'delayed')
+# The claim. A job type without admission (no gate) is claimed and started in one
+# statement (SQL_CLAIM_AND_START, its running progress a constant); a gated one is
+# started after the gate let it in (SQL_START).
+_CLAIM = f"""
+UPDATE jobs SET state = 'active', claims = claims + 1, worker = %(worker)s, lease_until = {_LEASE},
+  {{start}}updated_at = now()
+WHERE id = %(id)s AND delivery = %(delivery)s AND state IN ('waiting', 'delayed')
 RETURNING {RUN_COLUMNS}"""
-# An admission that parks or skips the job takes back the start its claim recorded.
-_UNSTART = "started_at = CASE WHEN %(unstart)s THEN NULL ELSE started_at END"
+SQL_CLAIM = _CLAIM.format(start="")
+SQL_CLAIM_AND_START = _CLAIM.format(
+    start=f"progress = '{json.dumps(P.stored(P.RUNNING))}'::jsonb, started_at = coalesce(started_at, now()),\n  "
+)
+SQL_START = f"""
+UPDATE jobs SET progress = %(progress)s, started_at = coalesce(started_at, now()), updated_at = now()
+WHERE {_FENCE} RETURNING id"""
 SQL_CHECKPOINT = (
     f"UPDATE jobs SET checkpoint = %(checkpoint)s, updated_at = now() WHERE {_FENCE} RETURNING id"
 )
 SQL_FINISH = f"""
 UPDATE jobs SET state = %(state)s, result = %(result)s, error = coalesce(%(error)s, error),
-  progress = %(progress)s, resume_at = NULL, lease_until = NULL, worker = NULL, {_UNSTART},
+  progress = %(progress)s, resume_at = NULL, lease_until = NULL, worker = NULL,
   finished_at = now(), updated_at = now()
 WHERE {_FENCE} RETURNING id"""
 SQL_RESCHEDULE = f"""
 UPDATE jobs SET state = 'delayed', delivery = delivery + 1, attempt = attempt + %(attempts_used)s,
   resume_at = %(resume_at)s, progress = %(progress)s, error = coalesce(%(error)s, error),
-  lease_until = NULL, worker = NULL, {_UNSTART}, updated_at = now()
+  lease_until = NULL, worker = NULL, updated_at = now()
 WHERE {_FENCE} RETURNING id, queue, type, delivery, resume_at"""
 SQL_RENEW = f"""
 UPDATE jobs SET lease_until = {_LEASE}
@@ -344,15 +339,29 @@ class JobStore:
     # -- consumer side -------------------------------------------------------------
 
     def claim(
-        self, job_id: uuid.UUID, delivery: int, lease_ms: int, *, worker: str | None = None
+        self,
+        job_id: uuid.UUID,
+        delivery: int,
+        lease_ms: int,
+        *,
+        worker: str | None = None,
+        start: bool = False,
     ) -> Claim | None:
-        """Take the row for this delivery and mark it running, or None when the message is stale."""
+        """Take the row for this delivery, or None when the message is stale.
+
+        With ``start`` the claim also records the start (phase running): a job
+        without admission (no gate) is claimed and running in one statement.
+        """
         params = dict(id=job_id, delivery=delivery, lease_ms=lease_ms, worker=worker)
-        row = self._one(SQL_CLAIM, params, RunRecord)
+        row = self._one(SQL_CLAIM_AND_START if start else SQL_CLAIM, params, RunRecord)
         return Claim(row, row.claims) if row else None
 
     def _fenced(self, sql: str, claim: Claim, row: Callable[..., T], **params: Any) -> T | None:
         return self._one(sql, {"id": claim.job_id, "claims": claim.claims, **params}, row)
+
+    def start(self, claim: Claim, progress: dict[str, Any]) -> bool:
+        """The job was admitted and its body is about to run: record the phase and the first start."""
+        return self._fenced(SQL_START, claim, _Id, progress=Jsonb(progress)) is not None
 
     def save_checkpoint(self, claim: Claim, checkpoint: dict[str, Any]) -> bool:
         """Record how far the run got; False if another worker owns the row now."""
@@ -366,17 +375,12 @@ class JobStore:
         progress: dict[str, Any],
         result: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
-        unstart: bool = False,
     ) -> bool:
-        """Active → completed or failed; False if the run had lost the row.
-
-        ``unstart``: the job never started after all (skipped at admission).
-        """
+        """Active → completed or failed; False if the run had lost the row."""
         row = self._fenced(
             SQL_FINISH,
             claim,
             _Id,
-            unstart=unstart,
             state=state,
             progress=Jsonb(progress),
             result=_json(result),
@@ -392,18 +396,15 @@ class JobStore:
         progress: dict[str, Any],
         consume_attempt: bool,
         error: dict[str, Any] | None = None,
-        unstart: bool = False,
     ) -> Delivery | None:
         """Active → delayed until ``eta_ms`` under a new delivery number.
 
         A retry consumes an attempt; waiting for the gate or a WB pause does not.
-        ``unstart``: the job never started after all (parked at admission).
         """
         row = self._fenced(
             SQL_RESCHEDULE,
             claim,
             _Moved,
-            unstart=unstart,
             attempts_used=int(consume_attempt),
             resume_at=ms_to_datetime(eta_ms),
             progress=Jsonb(progress),

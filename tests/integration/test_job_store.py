@@ -85,24 +85,25 @@ def test_the_running_jobs_of_a_dead_worker_go_back_in_line_and_no_others(gh):
     assert gh.jobs.requeue_orphans({"dead"}) == []  # a second worker finds nothing left to take
 
 
-def test_a_claim_records_the_start_and_a_park_at_admission_takes_it_back(gh):
+def test_a_claim_without_admission_records_the_start_in_the_same_statement(gh):
+    job, _ = create(gh, account(gh))
+    claim = gh.jobs.claim(job.id, 1, 60_000, start=True)
+    assert claim.job.progress["phase"] == "running"
+    row = gh.jobs.get(job.id)
+    assert (row.state, row.started_at is not None, row.progress) == ("active", True, claim.job.progress)
+    # … while a claim without start leaves both to the admission that follows it
+    other, _ = create(gh, account(gh))
+    assert gh.jobs.claim(other.id, 1, 60_000).job.progress is None
+    assert gh.jobs.get(other.id).started_at is None
+
+
+def test_wake_makes_a_delayed_job_due_under_a_new_delivery(gh):
     job, _ = create(gh, account(gh))
     claim = gh.jobs.claim(job.id, 1, 60_000)
-    assert claim.job.first_start and claim.job.progress is None  # the progress before the claim
-    row = gh.jobs.get(job.id)
-    assert (row.state, row.started_at is not None, row.progress["phase"]) == ("active", True, "running")
-
-    # Parked at admission: the job did not run after all
-    moved = gh.jobs.reschedule(
-        claim, eta_ms=0, progress={"phase": "waiting-account", "waitingSince": 5}, consume_attempt=False,
-        unstart=True,
-    )  # fmt: skip
-    assert gh.jobs.get(job.id).started_at is None
-    again = gh.jobs.claim(job.id, moved.delivery, 60_000)
-    assert again.job.first_start and again.job.progress["waitingSince"] == 5
-
-    # A run that did start keeps its first start across pauses
-    paused = gh.jobs.reschedule(again, eta_ms=0, progress={"phase": "rate-limited"}, consume_attempt=False)
-    started = gh.jobs.get(job.id).started_at
-    third = gh.jobs.claim(job.id, paused.delivery, 60_000)
-    assert not third.job.first_start and gh.jobs.get(job.id).started_at == started
+    gh.jobs.reschedule(claim, eta_ms=2**41, progress={"phase": "waiting-account"}, consume_attempt=False)
+    assert gh.jobs.wake(job.id, phase="rate-limited") is None  # only jobs parked in that phase
+    woken = gh.jobs.wake(job.id, phase="waiting-account")
+    assert woken.delivery == 3
+    assert gh.jobs.claim(job.id, 2, 60_000) is None
+    assert gh.jobs.claim(job.id, 3, 60_000) is not None
+    assert gh.jobs.wake(job.id, phase="waiting-account") is None  # only delayed jobs can be woken

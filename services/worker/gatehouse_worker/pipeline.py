@@ -5,9 +5,9 @@
                  │         └ gate busy: the outcome is GateBusy, the body does not run
                  └ stale or duplicate delivery: nothing happens
 
-- claim: one conditional UPDATE takes the row for this message's delivery,
-  names this worker process and records the start (a job the gate then parks
-  takes that start back in its park);
+- claim: one conditional UPDATE takes the row for this message's delivery and
+  names this worker process (with no gate to pass, it also records the start:
+  a job is shown running only once its body is about to run);
 - admit: a gated job type acquires its account's gate (gatehouse.gate);
 - body: the job type's function; what it returns or raises is the outcome;
 - decide: ``gatehouse.run_decision.decide`` (pure) turns the outcome into a
@@ -98,17 +98,15 @@ class JobRuntime(Middleware):
         self.leases.add(ctx)
         try:
             facts, outcome = self._admit(job_type, ctx)
-            # Not admitted: the claim's start is taken back (the job waits; it did not run).
-            unstart = outcome is not None and claim.job.first_start
             if outcome is None:
-                outcome = self._body(body, ctx)
+                outcome = self._body(body, ctx, started=not facts.gated)
         finally:
             # The run is over: its next write is its last, so its leases need no renewal
             # (and a renewal racing that write must not take it for a lost lease).
             self.leases.remove(ctx)
         facts = replace(facts, lost=ctx.lost.is_set())
         transition = rd.decide(facts, job_type.retry, outcome, self.timings, current_millis())
-        self._apply(ctx, transition, unstart=unstart)
+        self._apply(ctx, transition)
 
     def _claim(self, job_type: JobType, message: Any) -> Claim | None:
         try:
@@ -117,7 +115,13 @@ class JobRuntime(Middleware):
             log.error("malformed job message %s dropped: %r", message.message_id, message)
             return None
         try:
-            claim = self.gh.jobs.claim(job_id, delivery, self.s.job_lease_ms, worker=self.leases.worker)
+            claim = self.gh.jobs.claim(
+                job_id,
+                delivery,
+                self.s.job_lease_ms,
+                worker=self.leases.worker,
+                start=not self._gated(job_type),
+            )
         except DB_DOWN:
             log.warning("cannot claim job %s: PostgreSQL unavailable; again in %d ms", job_id, CLAIM_RETRY_MS)
             try:
@@ -172,7 +176,13 @@ class JobRuntime(Middleware):
             self._observe_handoff(account, facts.waiting_since_ms)
         return replace(facts, holds_gate=True), None
 
-    def _body(self, body: Body, ctx: JobContext) -> rd.Outcome:
+    def _body(self, body: Body, ctx: JobContext, *, started: bool) -> rd.Outcome:
+        # A job without a gate was started by its claim (one statement); an admitted one starts here.
+        if not started and not self._write(
+            lambda: self.gh.jobs.start(ctx.claim, P.stored(P.RUNNING)), ctx.job.id
+        ):
+            ctx.lost.set()
+            return rd.Paused(current_millis(), P.WAITING_ACCOUNT, "lease-lost")
         try:
             return rd.Completed(body(ctx))
         except JobPaused as exc:
@@ -187,7 +197,7 @@ class JobRuntime(Middleware):
 
     # -- applying a transition -------------------------------------------------------
 
-    def _apply(self, ctx: JobContext, t: rd.Transition, *, unstart: bool) -> None:
+    def _apply(self, ctx: JobContext, t: rd.Transition) -> None:
         job, claim = ctx.job, ctx.claim
         if t.kind in ("complete", "skip", "fail"):
             state = "failed" if t.kind == "fail" else "completed"
@@ -198,7 +208,6 @@ class JobRuntime(Middleware):
                     progress=P.stored(t.phase, reason=t.reason),
                     result=t.result,
                     error=t.error,
-                    unstart=unstart,
                 ),
                 job.id,
             )
@@ -217,7 +226,6 @@ class JobRuntime(Middleware):
                     progress=progress,
                     consume_attempt=t.consumes_attempt,
                     error=t.error,
-                    unstart=unstart,
                 ),
                 job.id,
             )
