@@ -43,20 +43,6 @@ INSERT = text(
 )
 
 
-INSERT_MANY = text(
-    "INSERT INTO audit_log (actor, action, entity, entity_id, before, after) "
-    "SELECT r.actor, r.action, r.entity, r.entity_id, r.before, r.after "
-    "FROM jsonb_to_recordset(CAST(:rows AS jsonb)) "
-    "AS r(actor text, action text, entity text, entity_id text, before jsonb, after jsonb)"
-)
-
-
-def record_many(conn: Connection, rows: list[dict[str, Any]]) -> None:
-    """Many audit rows (dicts of ``record``'s fields) in one statement, on ``conn``."""
-    if rows:
-        conn.execute(INSERT_MANY, {"rows": json.dumps(rows)})
-
-
 def record(
     conn: Connection,
     *,
