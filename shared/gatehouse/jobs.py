@@ -35,6 +35,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from gatehouse import progress as P
+from gatehouse.paging import newest_first
 
 T = TypeVar("T")
 
@@ -317,19 +318,12 @@ class JobStore:
         before: tuple[datetime, uuid.UUID] | None = None,
     ) -> list[JobRecord]:
         """Newest first; ``before`` is the (created_at, id) of the last job of the previous page."""
-        where, params = ["account_id = %(account_id)s"], {"account_id": account_id, "limit": limit}
-        if state:
-            where.append("state = %(state)s")
-            params["state"] = state
-        if type:
-            where.append("type = %(type)s")
-            params["type"] = type
-        if before:
-            where.append("(created_at, id) < (%(before_at)s, %(before_id)s)")
-            params.update(before_at=before[0], before_id=before[1])
-        sql = (
-            f"SELECT {COLUMNS} FROM jobs WHERE {' AND '.join(where)} "
-            "ORDER BY created_at DESC, id DESC LIMIT %(limit)s"
+        sql, params = newest_first(
+            f"SELECT {COLUMNS} FROM jobs",
+            {"account_id": account_id, "state": state, "type": type},
+            limit=limit,
+            before=before,
+            param=lambda name: f"%({name})s",
         )
         return self._all(sql, params, JobRecord)
 

@@ -47,6 +47,7 @@ from gatehouse.catalog.store import CatalogStore
 from gatehouse.errors import NotFound, ValidationFailed
 from gatehouse.jobs import SQL_CREATE, Delivery
 from gatehouse.notifications import notify
+from gatehouse.paging import newest_first
 from gatehouse.search import documents
 
 TYPES = ("product_bulk_update", "search_reindex")
@@ -507,20 +508,12 @@ class BulkStore:
         before: tuple[datetime, uuid.UUID] | None = None,
     ) -> list[OperationRecord]:
         """Newest first."""
-        where, params = [], {"limit": limit}
-        if status:
-            where.append("status = :status")
-            params["status"] = status
-        if type:
-            where.append("type = :type")
-            params["type"] = type
-        if before:
-            where.append("(created_at, id) < (:before_at, :before_id)")
-            params.update(before_at=before[0], before_id=before[1])
-        sql = (
-            f"SELECT {COLUMNS} FROM catalog_bulk_operations"
-            + (f" WHERE {' AND '.join(where)}" if where else "")
-            + " ORDER BY created_at DESC, id DESC LIMIT :limit"
+        sql, params = newest_first(
+            f"SELECT {COLUMNS} FROM catalog_bulk_operations",
+            {"status": status, "type": type},
+            limit=limit,
+            before=before,
+            param=lambda name: f":{name}",
         )
         with self.engine.connect() as conn:
             return [OperationRecord(*row) for row in conn.execute(text(sql), params)]

@@ -15,6 +15,7 @@ from gatehouse.catalog import rules
 from gatehouse.catalog.rules import NewProduct, Price, ProductPatch
 from gatehouse.catalog.tables import ATTRIBUTE_COLUMNS, PRODUCT_COLUMNS, AttributeRecord, ProductRecord
 from gatehouse.errors import Conflict, NotFound, ValidationFailed
+from gatehouse.paging import newest_first
 from gatehouse.search import documents
 
 # Queues a search re-index in the caller's transaction: (conn, requester) -> gatehouse.catalog.bulk.Reindex.
@@ -99,16 +100,12 @@ class CatalogStore:
         before: tuple[datetime, uuid.UUID] | None = None,
     ) -> list[ProductRecord]:
         """Newest first; ``before`` is the (created_at, id) of the last product of the previous page."""
-        where, params = ["TRUE"], {"limit": limit}
-        if status:
-            where.append("status = :status")
-            params["status"] = status
-        if before:
-            where.append("(created_at, id) < (:before_at, :before_id)")
-            params.update(before_at=before[0], before_id=before[1])
-        sql = (
-            f"SELECT {PRODUCT_COLUMNS} FROM products WHERE {' AND '.join(where)} "
-            "ORDER BY created_at DESC, id DESC LIMIT :limit"
+        sql, params = newest_first(
+            f"SELECT {PRODUCT_COLUMNS} FROM products",
+            {"status": status},
+            limit=limit,
+            before=before,
+            param=lambda name: f":{name}",
         )
         with self.engine.connect() as conn:
             return [ProductRecord(*row) for row in conn.execute(text(sql), params)]

@@ -1,0 +1,38 @@
+"""Newest-first keyset pages: the one SQL shape every list of the stores uses."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+
+def newest_first(
+    select: str,
+    filters: dict[str, Any],
+    *,
+    limit: int,
+    before: tuple[datetime, uuid.UUID] | None,
+    param: Callable[[str], str],
+) -> tuple[str, dict[str, Any]]:
+    """``select`` narrowed by column = value for each filter that is not None, after the (created_at, id)
+    ``before`` of the previous page, newest first: the SQL and its parameters.
+
+    ``param`` writes a named placeholder in the caller's style (``:name`` for SQLAlchemy's
+    ``text``, ``%(name)s`` for psycopg).
+    """
+    where, params = [], {"limit": limit}
+    for column, value in filters.items():
+        if value is not None:
+            where.append(f"{column} = {param(column)}")
+            params[column] = value
+    if before:
+        where.append(f"(created_at, id) < ({param('before_at')}, {param('before_id')})")
+        params.update(before_at=before[0], before_id=before[1])
+    sql = (
+        select
+        + (f" WHERE {' AND '.join(where)}" if where else "")
+        + f" ORDER BY created_at DESC, id DESC LIMIT {param('limit')}"
+    )
+    return sql, params
