@@ -53,6 +53,38 @@ def test_documents_follow_create_batch_patch_and_bulk_edits(gh):
     assert skus(gh.search.search("stol")) == [] and len(gh.search.search("biurko")) == 3
 
 
+def bulk(gh, ids, patch: ProductPatch, patch_json: dict):
+    op, _ = gh.bulk.create(
+        Selection(product_ids=tuple(ids)),
+        patch,
+        {"productIds": [str(i) for i in ids], "patch": patch_json},
+        requester=None,
+        actor="admin",
+        sync_threshold=50,
+    )
+    assert (op.status, op.succeeded) == ("completed", len(ids))
+
+
+def test_bulk_patches_refresh_documents_only_when_a_document_input_changes(gh, sql):
+    gh.catalog.create_attribute("colour", "Kolor", True)
+    gh.catalog.create_attribute("supplier", "Dostawca", False)
+    ids = [product(gh, f"B-{i}", f"Regał {i}", status="draft").id for i in range(3)]
+
+    def documents() -> dict:
+        return dict(sql("SELECT product_id, xmin::text FROM search_documents"))
+
+    before = documents()
+    bulk(gh, ids, ProductPatch(price=Price(990, "PLN")), {"price": {"amount": 990, "currency": "PLN"}})
+    bulk(gh, ids, ProductPatch(attributes={"supplier": "Meblex"}), {"attributes": {"supplier": "Meblex"}})
+    assert documents() == before  # neither a price nor a non-searchable attribute is in a document
+
+    bulk(gh, ids, ProductPatch(status="active"), {"status": "active"})
+    assert len(gh.search.search("regał", status="active")) == 3  # the status filter follows
+    bulk(gh, ids, ProductPatch(attributes={"colour": "orzech"}), {"attributes": {"colour": "orzech"}})
+    assert sorted(skus(gh.search.search("orzech"))) == ["B-0", "B-1", "B-2"]
+    assert all(documents()[i] != before[i] for i in ids)
+
+
 def test_ranking_weights_and_prefix_on_the_last_word(gh):
     product(gh, "A-1", "Lampa", description="lampa stojąca z abażurem")
     product(gh, "A-2", "Abażur lniany")

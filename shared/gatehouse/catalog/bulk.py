@@ -76,7 +76,8 @@ class BulkOperation(SQLModel, table=True):
     status: str = Field(default="pending", sa_column_kwargs={"server_default": "pending"})
     # The staff user whose request started it (notified when it ends); None for the admin token.
     requester: uuid.UUID | None = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
-    # {"selection": {"productIds"} | {"filter"}, "patch": {...}} as requested.
+    # The request as sent: {"filter": {...}} or nothing for listed ids (they are product_ids, kept
+    # once: 20,000 ids read back with every batch would cost more than the batch), and "patch".
     request: dict[str, Any] = Field(sa_column=Column(JSONB, nullable=False))
     product_ids: list[uuid.UUID] = Field(sa_column=Column(ARRAY(Uuid), nullable=False))
     # How many of product_ids are done: the next batch starts after it.
@@ -198,25 +199,25 @@ PATCH_BATCH = text(
     f"""
     WITH locked AS (
       SELECT p.* FROM products AS p WHERE p.id = ANY(:ids) ORDER BY p.id FOR UPDATE
-    ), next AS (
-      SELECT o.id,
+    ), change AS (
+      SELECT o.id, n.*, o.name AS old_name, o.description AS old_description, o.status AS old_status,
+        o.price_amount AS old_amount, o.price_currency AS old_currency,
+        (SELECT ARRAY[coalesce(jsonb_object_agg(k, coalesce(o.attributes -> k, 'null')), '{{}}'),
+                coalesce(jsonb_object_agg(k, coalesce(CAST(:patch_attributes AS jsonb) -> k, 'null')), '{{}}')]
+         FROM jsonb_object_keys(CAST(:patch_attributes AS jsonb)) AS k
+         WHERE (o.attributes -> k) IS DISTINCT FROM nullif(CAST(:patch_attributes AS jsonb) -> k, 'null'))
+          AS attribute_change,
+        -- Only a patch that sets attributes can take a product past the limit.
+        CAST(:set_attributes AS jsonb) <> '{{}}'
+          AND (SELECT count(*) FROM jsonb_object_keys(n.attributes)) > {rules.ATTRIBUTES_MAX} AS too_many
+      FROM locked AS o CROSS JOIN LATERAL (SELECT
         coalesce(CAST(:name AS text), o.name) AS name,
         coalesce(CAST(:description AS text), o.description) AS description,
         coalesce(CAST(:price_amount AS bigint), o.price_amount) AS price_amount,
         coalesce(CAST(:price_currency AS text), o.price_currency) AS price_currency,
         coalesce(CAST(:status AS text), o.status) AS status,
-        (o.attributes || CAST(:set_attributes AS jsonb)) - CAST(:removed_attributes AS text[]) AS attributes,
-        (SELECT ARRAY[coalesce(jsonb_object_agg(k, coalesce(o.attributes -> k, 'null')), '{{}}'),
-                coalesce(jsonb_object_agg(k, coalesce(CAST(:patch_attributes AS jsonb) -> k, 'null')), '{{}}')]
-         FROM jsonb_object_keys(CAST(:patch_attributes AS jsonb)) AS k
-         WHERE (o.attributes -> k) IS DISTINCT FROM nullif(CAST(:patch_attributes AS jsonb) -> k, 'null'))
-          AS attribute_change
-      FROM locked AS o
-    ), change AS (
-      SELECT n.*, o.name AS old_name, o.description AS old_description, o.status AS old_status,
-        o.price_amount AS old_amount, o.price_currency AS old_currency,
-        (SELECT count(*) FROM jsonb_object_keys(n.attributes)) > {rules.ATTRIBUTES_MAX} AS too_many
-      FROM next AS n JOIN locked AS o USING (id)
+        (o.attributes || CAST(:set_attributes AS jsonb)) - CAST(:removed_attributes AS text[]) AS attributes
+      ) AS n
     ), changed AS (
       SELECT c.*,
         jsonb_strip_nulls(jsonb_build_object(
@@ -343,7 +344,7 @@ class BulkStore:
                         "id": op_id,
                         "type": "product_bulk_update",
                         "requester": requester,
-                        "request": json.dumps(request),
+                        "request": json.dumps({k: v for k, v in request.items() if k != "productIds"}),
                         "product_ids": ids,
                         "total": len(ids),
                     },
@@ -438,7 +439,12 @@ class BulkStore:
             for i in batch
             if i in too_many
         ]
-        documents.refresh(conn, result.updated)
+        if documents.patch_changes_documents(
+            conn,
+            fields=[f for f in ("name", "description", "status") if getattr(patch, f) is not None],
+            attribute_codes=list(attrs),
+        ):
+            documents.refresh(conn, result.updated)
         return OperationRecord(
             *conn.execute(
                 ADVANCE,

@@ -7,8 +7,9 @@ language) with ``unaccent`` in front of it where the extension exists, so
 become spaces first, as the query splits on them too (the default parser would
 read ``-1`` as a signed number).
 
-Every edit (create, batch create, PATCH, a bulk-update batch) refreshes the
-documents of the products it changed in its own transaction (``refresh``): in
+Every edit (create, batch create, PATCH, a bulk-update batch whose patch can
+change a document: ``patch_changes_documents``) refreshes the documents of the
+products it changed in its own transaction (``refresh``): in
 the live index, and in the shadow too while a re-index is live (between
 re-indexes the shadow may go stale; the next re-index rebuilds every row). A re-index rebuilds the shadow
 (``build``) and swaps it in (``swap``). See ``gatehouse.catalog.bulk`` for why
@@ -23,6 +24,9 @@ from collections.abc import Sequence
 from sqlalchemy import Connection, text
 
 CONFIG = "gatehouse_search"
+
+# The product columns a document (and its status filter) is derived from, besides the searchable attributes.
+DOCUMENT_FIELDS = frozenset({"name", "description", "sku", "status"})
 
 # One product's document; ``p`` is the product row.
 DOCUMENT = f"""
@@ -100,6 +104,27 @@ SWAP = (
         """
     ),
 )
+
+
+def patch_changes_documents(
+    conn: Connection, *, fields: Sequence[str], attribute_codes: Sequence[str]
+) -> bool:
+    """Whether a patch of these product fields and attributes can change a document.
+
+    A document is built from the name, description, sku, the searchable attributes' values and
+    the status (kept beside it for the status filter); a price-only patch changes none of them.
+    An attribute made searchable later is picked up by the re-index its flip starts.
+    """
+    if set(fields) & DOCUMENT_FIELDS:
+        return True
+    if not attribute_codes:
+        return False
+    return bool(
+        conn.execute(
+            text("SELECT EXISTS (SELECT 1 FROM attributes WHERE searchable AND code = ANY(:codes))"),
+            {"codes": list(attribute_codes)},
+        ).scalar()
+    )
 
 
 def refresh(conn: Connection, product_ids: Sequence[uuid.UUID | str]) -> None:
