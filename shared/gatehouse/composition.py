@@ -27,6 +27,7 @@ from gatehouse.catalog.bulk import BulkStore
 from gatehouse.crypto import TokenCipher
 from gatehouse.db import make_engine
 from gatehouse.dispatch import Dispatcher
+from gatehouse.events import EventBus
 from gatehouse.gate import RedisGate
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Accepted, Delivery, JobStore
@@ -35,6 +36,8 @@ from gatehouse.search import SearchStore
 from gatehouse.settings import Settings, load_settings
 from gatehouse.users import Users
 from gatehouse.wb.limits import Limit, client_limits
+from gatehouse.webhooks.slots import EndpointSlots
+from gatehouse.webhooks.store import WebhookStore
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,9 @@ class Gatehouse:
     catalog: CatalogStore
     bulk: BulkStore
     search: SearchStore
+    events: EventBus
+    webhooks: WebhookStore
+    webhook_slots: EndpointSlots
 
     def submit(
         self, job_type: JobType, *, account_id: uuid.UUID | None, payload: dict[str, Any] | None = None
@@ -69,7 +75,7 @@ class Gatehouse:
             queue=job_type.queue,
             tier=job_type.tier,
             account_id=account_id,
-            max_attempts=job_type.retry.attempts,
+            max_attempts=job_type.policy(self.settings).attempts,
             payload=payload,
         )
         if created:
@@ -119,6 +125,9 @@ def bootstrap(
         middleware=[],
     )
     users = Users(engine)
+    cipher = TokenCipher(settings) if settings.token_encryption_key else None
+    # Domain events: raised in the changes' transactions, their jobs sent after commit (gatehouse.events).
+    events = EventBus(send=lambda delivery: gatehouse.enqueue(delivery))
     gatehouse = Gatehouse(
         settings=settings,
         engine=engine,
@@ -128,7 +137,7 @@ def bootstrap(
         dispatcher=Dispatcher(broker),
         accounts=Accounts(
             engine,
-            TokenCipher(settings) if settings.token_encryption_key else None,
+            cipher,
             settings.admin_token.get_secret_value() if settings.admin_token else None,
             users,
         ),
@@ -136,15 +145,22 @@ def bootstrap(
         buckets=RedisTokenBucket(redis),
         wb_limits=client_limits(settings.wb_limits, settings.wb_limit_headroom),
         users=users,
-        catalog=CatalogStore(engine),
+        catalog=CatalogStore(engine, events=events),
         bulk=BulkStore(
             engine,
             queue=jt.CATALOG_BULK_OPERATION.queue,
             job_type=jt.CATALOG_BULK_OPERATION.name,
             max_attempts=jt.CATALOG_BULK_OPERATION.retry.attempts,
+            events=events,
         ),
         search=SearchStore(engine),
+        events=events,
+        # Webhook secrets are encrypted like WB tokens (TOKEN_ENCRYPTION_KEY; unset: refused when needed).
+        webhooks=WebhookStore(engine, settings=settings, cipher=lambda: cipher or TokenCipher(settings)),
+        webhook_slots=EndpointSlots(redis),
     )
+    # The webhooks' outbox: every event becomes deliveries in the transaction that raised it.
+    events.subscribe(gatehouse.webhooks.outbox)
     # A searchable flip queues a re-index in the attribute's transaction.
     gatehouse.catalog.start_reindex = lambda conn, requester: gatehouse.bulk.start_reindex_in(
         conn, requester=requester, reason="attribute.searchable"

@@ -75,6 +75,16 @@ class PermanentJobError(GatehouseError):
     code = "PERMANENT_ERROR"
 
 
+class RetryLater(GatehouseError):
+    """A failed attempt whose next one must wait at least ``after_ms`` (a webhook's Retry-After)."""
+
+    code = "RETRY_LATER"
+
+    def __init__(self, detail: str, *, after_ms: int, code: str | None = None) -> None:
+        super().__init__(detail, code=code)
+        self.after_ms = after_ms
+
+
 class JobPaused(GatehouseError):
     """The job stops here and runs again at ``resume_at_ms``; no attempt is consumed.
 

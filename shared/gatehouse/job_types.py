@@ -9,7 +9,9 @@ never a new code path.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from gatehouse.gate.vocabulary import USER_GATE, GateSpec, Tier
 
@@ -65,10 +67,18 @@ class JobType:
     tier: Tier = "user"
     retry: RetryPolicy = ONCE
     gate: GateSpec | None = field(default=None)
+    # A policy that is a setting (WEBHOOK_RETRY_SCHEDULE_MS): built from the settings, else ``retry``.
+    retry_from: Callable[[Any], RetryPolicy] | None = field(default=None, compare=False)
+    # The domain events its outcome raises: "<emits>.completed" / "<emits>.failed", in the
+    # transaction that writes the outcome (gatehouse.events), e.g. "wb.job".
+    emits: str | None = None
 
     def __post_init__(self) -> None:
         if self.gate is not None and self.gate.tier != self.tier:
             raise ValueError(f"{self.name}: its gate tier {self.gate.tier!r} is not its tier {self.tier!r}")
+
+    def policy(self, settings: Any) -> RetryPolicy:
+        return self.retry_from(settings) if self.retry_from else self.retry
 
 
 REGISTRY: dict[str, JobType] = {}
@@ -90,7 +100,7 @@ WB_USER_RETRY = RetryPolicy.exponential(attempts=5, base_ms=MINUTE)
 
 
 def _user(name: str) -> JobType:
-    return register(JobType(name, queue=USER_QUEUE, retry=WB_USER_RETRY, gate=USER_GATE))
+    return register(JobType(name, queue=USER_QUEUE, retry=WB_USER_RETRY, gate=USER_GATE, emits="wb.job"))
 
 
 IMPORT_USER_FEEDS = _user("import-user-feeds")
@@ -106,7 +116,7 @@ SCHEDULED_QUEUE = "wb-scheduled"
 
 def _scheduled(name: str, max_wait_ms: int | None) -> JobType:
     gate = GateSpec("scheduled", max_wait_ms) if max_wait_ms is not None else None
-    return register(JobType(name, queue=SCHEDULED_QUEUE, tier="scheduled", gate=gate))
+    return register(JobType(name, queue=SCHEDULED_QUEUE, tier="scheduled", gate=gate, emits="wb.job"))
 
 
 SYNC_INCREMENTAL = _scheduled("digitization:sync-account", 30 * MINUTE)  # = its interval
@@ -136,4 +146,26 @@ CATALOG_BULK_OPERATION = register(
         queue="catalog.bulk-operation",
         retry=RetryPolicy.exponential(attempts=5, base_ms=10_000),
     )
+)
+
+# Webhooks: one job per series of attempts of a delivery (a replay is a new series),
+# on the schedule of WEBHOOK_RETRY_SCHEDULE_MS — its first delay is the wait before
+# attempt 1 (0: at once), the others the waits between attempts.
+WEBHOOK_QUEUE = "webhook.deliver"
+
+
+def webhook_retry(settings: Any) -> RetryPolicy:
+    return RetryPolicy.schedule(*settings.webhook_retry_schedule_ms[1:])
+
+
+WEBHOOK_DELIVER = register(
+    JobType(
+        "webhook.deliver",
+        queue=WEBHOOK_QUEUE,
+        retry_from=webhook_retry,
+    )
+)
+# "Replay all dead since …" of one endpoint: one job that queues a new series for each.
+WEBHOOK_REPLAY = register(
+    JobType("webhook.replay", queue=WEBHOOK_QUEUE, retry=RetryPolicy.exponential(3, 10_000))
 )

@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from psycopg import Cursor
-from psycopg.rows import class_row
+from psycopg.rows import class_row, namedtuple_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
@@ -216,6 +216,12 @@ UPDATE jobs SET delivery = delivery + 1, resume_at = now(),
   progress = jsonb_set(progress, '{resumeAt}', to_jsonb(%(now)s::text)), updated_at = now()
 WHERE id = %(id)s AND state = 'delayed' AND progress->>'phase' = %(phase)s
 RETURNING id, queue, type, delivery, resume_at"""
+# Stopped before it ran again (a webhook endpoint answered 410 Gone): waiting|delayed → failed.
+SQL_CANCEL = """
+UPDATE jobs SET state = 'failed', error = %(error)s, progress = %(progress)s, resume_at = NULL,
+  finished_at = now(), updated_at = now()
+WHERE id = ANY(%(ids)s) AND state IN ('waiting', 'delayed')
+RETURNING id"""
 SQL_RUNNING_WORKERS = "SELECT DISTINCT worker FROM jobs WHERE state = 'active' AND worker IS NOT NULL"
 # Back in line: the runs of dead workers, and runs whose lease ran out (whoever held them).
 SQL_REQUEUE = """
@@ -369,18 +375,29 @@ class JobStore:
         progress: dict[str, Any],
         result: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
+        also: Callable[[Cursor], Any] | None = None,
     ) -> bool:
-        """Active → completed or failed; False if the run had lost the row."""
-        row = self._fenced(
-            SQL_FINISH,
-            claim,
-            _Id,
+        """Active → completed or failed; False if the run had lost the row.
+
+        ``also`` writes what the outcome causes (its domain events' outbox rows) on a
+        cursor of the same transaction; it runs only when the outcome was written.
+        """
+        params = dict(
+            id=claim.job_id,
+            claims=claim.claims,
             state=state,
             progress=Jsonb(progress),
             result=_json(result),
             error=_json(error),
         )
-        return row is not None
+        if also is None:
+            return self._one(SQL_FINISH, params, _Id) is not None
+        with self._cursor(_Id) as cur, cur.connection.transaction():
+            if cur.execute(SQL_FINISH, params).fetchone() is None:
+                return False
+            with cur.connection.cursor(row_factory=namedtuple_row) as side:
+                also(side)
+            return True
 
     def reschedule(
         self,

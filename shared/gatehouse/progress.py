@@ -15,10 +15,11 @@ from typing import Any
 RUNNING = "running"
 WAITING_ACCOUNT = "waiting-account"
 RATE_LIMITED = "rate-limited"
+WAITING_ENDPOINT = "waiting-endpoint"  # a webhook attempt waits for a free slot of its endpoint
 RETRYING = "retrying"
 COMPLETED = "completed"
 FAILED = "failed"
-PHASES = (RUNNING, WAITING_ACCOUNT, RATE_LIMITED, RETRYING, COMPLETED, FAILED)
+PHASES = (RUNNING, WAITING_ACCOUNT, RATE_LIMITED, WAITING_ENDPOINT, RETRYING, COMPLETED, FAILED)
 
 # Reasons recorded by the worker (progress.reason / error.code).
 WB_429 = "wb-429"
@@ -105,6 +106,8 @@ def message(
         return f"Ждём завершения другой задачи по этому кабинету — проверим {wait}"
     if phase == RATE_LIMITED:
         return f"Пауза по лимиту запросов Wildberries — продолжим {wait}"
+    if phase == WAITING_ENDPOINT:
+        return f"Ждём свободного слота получателя вебхука — проверим {wait}"
     if phase == RETRYING:
         return f"{_failure(reason)[0].upper()}{_failure(reason)[1:]} — повторим (попытка {attempt} из {max_attempts}) {wait}"
     if phase == COMPLETED:

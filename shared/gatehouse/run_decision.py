@@ -21,7 +21,7 @@ tests/unit/test_run_decision.py walks every row of the table below.
 | Paused rate-limited| scheduled job holding the gate              | park       | yield or keep |
 | Paused             | otherwise                                   | park       | release       |
 | FailedPermanently  |                                             | fail       | release       |
-| Failed             | attempts left                               | retry      | release       |
+| Failed             | attempts left (not before its retry-after)  | retry      | release       |
 | Failed             | last attempt                                | fail       | release       |
 
 "release" and "keep" apply only to a run that holds the gate and has not
@@ -72,6 +72,7 @@ class FailedPermanently:
 @dataclass(frozen=True)
 class Failed:
     error: dict[str, Any]
+    retry_after_ms: int | None = None  # the next attempt waits at least this long (unscaled)
 
 
 Outcome = Completed | GateBusy | Paused | FailedPermanently | Failed
@@ -191,7 +192,7 @@ def decide(run: RunFacts, policy: RetryPolicy, outcome: Outcome, timings: Timing
             "fail", P.FAILED, reason=outcome.error.get("code"), error=outcome.error, gate=release
         )
 
-    return _failed(run, policy, outcome.error, timings, now_ms, release)
+    return _failed(run, policy, outcome.error, timings, now_ms, release, outcome.retry_after_ms)
 
 
 def _failed(
@@ -201,9 +202,11 @@ def _failed(
     timings: Timings,
     now_ms: int,
     release: GateEffect,
+    retry_after_ms: int | None = None,
 ) -> Transition:
     code = error.get("code")
     if run.attempt >= min(run.max_attempts, policy.attempts):
         return Transition("fail", P.FAILED, reason=code, error=error, gate=release)
-    delay = round(policy.delay_ms(run.attempt) * timings.delay_scale)
+    # The receiver's own word (Retry-After) is a real duration: it is not scaled.
+    delay = max(round(policy.delay_ms(run.attempt) * timings.delay_scale), retry_after_ms or 0)
     return Transition("retry", P.RETRYING, reason=code, eta_ms=now_ms + delay, error=error, gate=release)

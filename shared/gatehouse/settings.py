@@ -144,11 +144,18 @@ class Settings(BaseSettings):
             return value.strip().lower()
         raise ValueError(f"must be one of {', '.join(ROLES)} (got {value!r})")
 
-    @field_validator("job_modules", mode="before")
+    @field_validator("job_modules", "webhook_retry_schedule_ms", "webhook_allowed_hosts", mode="before")
     @classmethod
     def _comma_list(cls, value: object) -> object:
         if isinstance(value, str):
             return [m.strip() for m in value.split(",") if m.strip()]
+        return value
+
+    @field_validator("webhook_retry_schedule_ms")
+    @classmethod
+    def _schedule(cls, value: list[int]) -> list[int]:
+        if not value or any(delay < 0 for delay in value):
+            raise ValueError("must be one or more delays in ms, comma-separated, none negative")
         return value
 
     @field_validator("database_url", "redis_url", "wb_api_base_url", mode="before")
@@ -224,6 +231,23 @@ class Settings(BaseSettings):
     smtp_timeout_ms: int = 10_000
     # The From: of every notification e-mail.
     mail_from: str = "Gatehouse <gatehouse@localhost>"
+
+    # Webhooks (the webhook.deliver job). The delays before attempts 1…8 (Svix's
+    # schedule: at once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h), scaled like every
+    # retry by RETRY_DELAY_SCALE; the number of delays is the number of attempts.
+    webhook_retry_schedule_ms: Annotated[list[int], NoDecode] = [
+        0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000,
+    ]  # fmt: skip
+    # An attempt succeeds with a 2xx within this long (connect to last byte read).
+    webhook_timeout_ms: int = 15_000
+    # Hosts or CIDRs a webhook may target despite the SSRF rules (loopback, private,
+    # link-local, metadata addresses), and over plain http. Empty in production.
+    webhook_allowed_hosts: Annotated[list[str], NoDecode] = []
+    # After a secret rotation, deliveries are signed with the old secret too for this long.
+    webhook_rotation_grace_ms: int = 86_400_000
+    # At most this many attempts to one endpoint run at once (across every worker);
+    # more wait for a slot without spending an attempt, so a slow endpoint holds few threads.
+    webhook_max_per_endpoint: int = 4
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -85,7 +85,7 @@ def test_duplicated_messages_on_two_workers_patch_each_product_once_and_notify_o
     products(gh, 2000)
     ids = [uuid.UUID(i) for i in all_ids(sql)]
     request = {"productIds": [str(i) for i in ids], "patch": PATCH}
-    op, delivery = gh.bulk.create(
+    op, [delivery] = gh.bulk.create(
         Selection(product_ids=tuple(ids)), patch_from_json(PATCH), request, requester=ala.id,
         actor=str(ala.id), sync_threshold=50,
     )  # fmt: skip
@@ -192,7 +192,7 @@ def test_smtp_down_at_the_end_completes_the_operation_and_the_email_follows_when
     ala = gh.users.create("ala@example.com", "Ala")
     products(gh, 60)
     ids = [uuid.UUID(i) for i in all_ids(sql)]
-    op, delivery = gh.bulk.create(
+    op, [delivery] = gh.bulk.create(
         Selection(product_ids=tuple(ids)), patch_from_json(PATCH),
         {"productIds": [str(i) for i in ids], "patch": PATCH}, requester=ala.id, actor=str(ala.id),
         sync_threshold=50,

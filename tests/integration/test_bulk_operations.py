@@ -40,9 +40,9 @@ def audit_rows(sql) -> int:
 def test_fifty_products_are_patched_at_once_in_one_transaction_and_recorded(gh, sql):
     ids = products(gh, 50)
 
-    op, delivery = start(gh, ids)
+    op, deliveries = start(gh, ids)
 
-    assert delivery is None and op.status == "completed"
+    assert deliveries == [] and op.status == "completed"  # no webhook endpoint: nothing to send
     assert (op.total, op.processed, op.succeeded, op.failed) == (50, 50, 50, 0)
     assert {gh.catalog.get_product(i).price_amount for i in ids} == {250}
     assert audit_rows(sql) == 50
@@ -53,9 +53,9 @@ def test_fifty_products_are_patched_at_once_in_one_transaction_and_recorded(gh, 
 def test_fifty_one_products_are_queued_with_their_job_row_in_the_same_transaction(gh, sql):
     ids = products(gh, 51)
 
-    op, delivery = start(gh, ids)
+    op, deliveries = start(gh, ids)
 
-    assert op.status == "pending" and delivery.job_id == op.id
+    assert op.status == "pending" and [d.job_id for d in deliveries] == [op.id]
     [(state, payload)] = sql("SELECT state, payload FROM jobs WHERE id = :id", id=op.id)
     assert (state, payload) == ("waiting", {"operationId": str(op.id)})
     assert {gh.catalog.get_product(i).price_amount for i in ids} == {100}  # not run on the request path
@@ -68,7 +68,7 @@ def test_batches_move_the_counters_exactly_and_a_finished_operation_takes_no_mor
     seen = []
     while (step := gh.bulk.run_batch(op.id, 20, actor="admin")) is not None:
         seen.append((step.operation.status, step.operation.processed))
-        assert step.email is None  # started with the admin token: nobody to notify
+        assert step.deliveries == ()  # started with the admin token: nobody to notify (and no endpoint)
 
     assert seen == [("running", 20), ("running", 40), ("completed", 51)]
     assert gh.bulk.run_batch(op.id, 20, actor="admin") is None  # a duplicate run is a no-op
@@ -135,9 +135,9 @@ def test_the_requester_is_notified_once_when_a_queued_operation_ends_and_not_for
 
     start_as_ala(ids[:10])  # synchronous: it already answered its requester
     op, _ = start_as_ala(ids)
-    emails = [b.email for b in iter(lambda: gh.bulk.run_batch(op.id, 25, actor=str(ala.id)), None)]
+    sent = [b.deliveries for b in iter(lambda: gh.bulk.run_batch(op.id, 25, actor=str(ala.id)), None)]
 
-    assert [e is not None for e in emails] == [False, False, True]  # only the batch that ended it
+    assert [len(d) for d in sent] == [0, 0, 1]  # the e-mail, only from the batch that ended it
     [(kind, title, link)] = sql("SELECT kind, title, link FROM notifications WHERE user_id = :u", u=ala.id)
     assert (kind, title) == ("catalog.bulk_operation.completed", "Operacja masowa zakończona")
     assert link.endswith(str(op.id))
@@ -154,11 +154,11 @@ def test_an_operation_accepted_while_redis_was_down_is_sent_by_reconciliation(gh
     ids = products(gh, 51)
     offline = bootstrap(settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"}))
     request = {"productIds": [str(i) for i in ids], "patch": {"status": "active"}}
-    op, delivery = offline.bulk.create(
+    op, deliveries = offline.bulk.create(
         Selection(product_ids=tuple(ids)), ProductPatch(status="active"), request, requester=None,
         actor="admin", sync_threshold=50,
     )  # fmt: skip
-    offline.enqueue(delivery)  # Redis is down: logged, the rows are safe
+    offline.events.send(deliveries)  # Redis is down: logged, the rows are safe
     offline.close()
     assert gh.bulk.get(op.id).status == "pending"
     assert not gh.dispatcher.queued_job_ids({CATALOG_BULK_OPERATION.queue})

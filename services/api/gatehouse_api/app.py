@@ -14,7 +14,17 @@ from gatehouse_api import errors
 from gatehouse_api.auth import Authenticate
 from gatehouse_api.methods import UnknownMethods, with_head
 from gatehouse_api.openapi import OpenApi
-from gatehouse_api.resources import accounts, admin, bulk, catalog, jobs, notifications, search, users
+from gatehouse_api.resources import (
+    accounts,
+    admin,
+    bulk,
+    catalog,
+    jobs,
+    notifications,
+    search,
+    users,
+    webhooks,
+)
 from gatehouse_api.resources.health import Health, Metrics, Ready
 
 log = logging.getLogger(__name__)
@@ -49,6 +59,14 @@ def create_app(gh: Gatehouse) -> falcon.App:
         "/v1/admin/catalog/search/reindex": search.SearchReindex(gh),
         "/v1/admin/catalog/bulk-operations": bulk.BulkOperations(gh),
         "/v1/admin/catalog/bulk-operations/{operation_id:uuid}": bulk.BulkOperation(gh),
+        "/v1/admin/webhooks/endpoints": webhooks.Endpoints(gh),
+        "/v1/admin/webhooks/endpoints/{endpoint_id:uuid}": webhooks.Endpoint(gh),
+        "/v1/admin/webhooks/endpoints/{endpoint_id:uuid}/rotate-secret": webhooks.RotateSecret(gh),
+        "/v1/admin/webhooks/endpoints/{endpoint_id:uuid}/test": webhooks.SendTest(gh),
+        "/v1/admin/webhooks/endpoints/{endpoint_id:uuid}/replay": webhooks.ReplayEndpoint(gh),
+        "/v1/admin/webhooks/deliveries": webhooks.Deliveries(gh),
+        "/v1/admin/webhooks/deliveries/{delivery_id:uuid}": webhooks.Delivery(gh),
+        "/v1/admin/webhooks/deliveries/{delivery_id:uuid}/replay": webhooks.ReplayDelivery(gh),
         "/v1/me/notifications": notifications.MyNotifications(gh),
         "/v1/me/notifications/{notification_id:uuid}/read": notifications.MyNotificationRead(gh),
     }

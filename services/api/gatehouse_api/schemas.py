@@ -15,6 +15,8 @@ from gatehouse.models import STATES
 from gatehouse.progress import PHASES
 from gatehouse.users import EMAIL_MAX, EMAIL_PATTERN
 from gatehouse.users import NAME_MAX as USER_NAME_MAX
+from gatehouse.webhooks import store as webhooks_store
+from gatehouse.webhooks import tables as webhooks_tables
 
 # Some visible character, and no NUL (PostgreSQL text cannot hold it).
 NON_BLANK = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
@@ -372,3 +374,92 @@ class AttributePatched(AttributeView):
     """The attribute as changed; ``reindex`` only when its ``searchable`` flag flipped."""
 
     reindex: ReindexStarted | None = None
+
+
+# -- webhooks --------------------------------------------------------------------------
+
+EventType = Literal[webhooks_store.EVENT_TYPES]  # type: ignore[valid-type]
+WebhookUrl = Annotated[str, StringConstraints(min_length=1, max_length=2_000)]
+Description = Annotated[str, StringConstraints(max_length=webhooks_store.DESCRIPTION_MAX, pattern=NO_NUL)]
+
+
+class CreateEndpoint(Body):
+    url: WebhookUrl
+    eventTypes: Annotated[list[EventType], Field(min_length=1)] | None = Field(
+        default=None, description="the event types it receives; absent or null: every type"
+    )
+    description: Description = ""
+
+
+class PatchEndpoint(Body):
+    url: WebhookUrl = None
+    eventTypes: Annotated[list[EventType], Field(min_length=1)] | None = Field(
+        default=None, description="null: every type"
+    )
+    enabled: bool = None
+    description: Description = None
+
+
+class EndpointView(Reply):
+    endpointId: uuid.UUID
+    url: str
+    description: str
+    eventTypes: list[str] | None = Field(description="null: every type")
+    enabled: bool
+    disabledReason: str | None
+    createdAt: datetime
+    updatedAt: datetime
+
+
+class EndpointCreated(EndpointView):
+    secret: str = Field(description="whsec_…: shown only here and on rotation")
+
+
+class EndpointList(Reply):
+    items: list[EndpointView]
+
+
+class SecretRotated(Reply):
+    secret: str
+    previousSecretValidUntil: datetime
+
+
+class TestSent(Reply):
+    deliveryId: uuid.UUID
+
+
+class ReplayQueued(Reply):
+    jobId: uuid.UUID
+    endpointId: uuid.UUID
+    since: datetime | None
+
+
+class AttemptView(Reply):
+    attempt: int
+    at: datetime
+    statusCode: int | None
+    error: str | None
+    durationMs: int | None
+    responseBody: str | None = Field(description="the first 2,000 characters of the answer")
+
+
+class DeliveryView(Reply):
+    deliveryId: uuid.UUID
+    webhookId: str = Field(description="msg_…: the webhook-id header on every attempt and replay")
+    endpointId: uuid.UUID
+    eventType: str
+    status: Literal[webhooks_tables.STATUSES]  # type: ignore[valid-type]
+    attemptCount: int
+    nextAttemptAt: datetime | None
+    createdAt: datetime
+    deliveredAt: datetime | None
+
+
+class DeliveryDetail(DeliveryView):
+    payload: dict[str, Any]
+    attempts: list[AttemptView]
+
+
+class DeliveryPage(Reply):
+    items: list[DeliveryView]
+    nextCursor: str | None

@@ -41,7 +41,8 @@ from gatehouse import metrics
 from gatehouse import progress as P
 from gatehouse import run_decision as rd
 from gatehouse.composition import Gatehouse
-from gatehouse.errors import JobPaused, PermanentJobError
+from gatehouse.errors import JobPaused, PermanentJobError, RetryLater
+from gatehouse.events import Event, on_cursor
 from gatehouse.gate import job_of, owner, released_key
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Claim, Delivery, datetime_to_ms
@@ -105,8 +106,8 @@ class JobRuntime(Middleware):
             # (and a renewal racing that write must not take it for a lost lease).
             self.leases.remove(ctx)
         facts = replace(facts, lost=ctx.lost.is_set())
-        transition = rd.decide(facts, job_type.retry, outcome, self.timings, current_millis())
-        self._apply(ctx, transition)
+        transition = rd.decide(facts, job_type.policy(self.s), outcome, self.timings, current_millis())
+        self._apply(ctx, transition, job_type)
 
     def _claim(self, job_type: JobType, message: Any) -> Claim | None:
         try:
@@ -191,16 +192,27 @@ class JobRuntime(Middleware):
         except PermanentJobError as exc:
             log.warning("job %s failed for good: %s", ctx.job.id, exc)
             return rd.FailedPermanently(error_info(exc))
+        except RetryLater as exc:
+            log.info(
+                "job %s attempt %d failed; not again before %d ms", ctx.job.id, ctx.job.attempt, exc.after_ms
+            )
+            return rd.Failed(error_info(exc), retry_after_ms=exc.after_ms)
         except Exception as exc:
             log.warning("job %s attempt %d failed", ctx.job.id, ctx.job.attempt, exc_info=True)
             return rd.Failed(error_info(exc))
 
     # -- applying a transition -------------------------------------------------------
 
-    def _apply(self, ctx: JobContext, t: rd.Transition) -> None:
+    def _apply(self, ctx: JobContext, t: rd.Transition, job_type: JobType) -> None:
         job, claim = ctx.job, ctx.claim
         if t.kind in ("complete", "skip", "fail"):
             state = "failed" if t.kind == "fail" else "completed"
+            sent: list[Delivery] = []
+
+            def raise_events(cur: Any) -> None:
+                # The outcome's event, in the outcome's transaction (a retried write starts afresh).
+                sent[:] = self.gh.events.publish(on_cursor(cur), outcome_event(job_type, job, t))
+
             self._write(
                 lambda: self.gh.jobs.finish(
                     claim,
@@ -208,9 +220,12 @@ class JobRuntime(Middleware):
                     progress=P.stored(t.phase, reason=t.reason),
                     result=t.result,
                     error=t.error,
+                    also=raise_events if job_type.emits else None,
                 ),
                 job.id,
             )
+            for delivery in sent:
+                self.send(delivery)
             metrics.JOBS_FINISHED.labels(type=job.type, outcome=FINISHED[t.kind]).inc()
             if t.kind == "skip":
                 log.info("scheduled job %s skipped: account %s stayed busy", job.id, job.account_id)
@@ -327,6 +342,22 @@ class JobRuntime(Middleware):
             self.gh.dispatcher.send(delivery)
         except RedisError as exc:
             log.warning("job %s rescheduled but not enqueued (%s); reconciliation will", delivery.job_id, exc)
+
+
+def outcome_event(job_type: JobType, job: Any, t: rd.Transition) -> Event:
+    """``<emits>.completed`` (skipped ones too) or ``<emits>.failed``: e.g. ``wb.job.completed``."""
+    state = {"complete": "completed", "skip": "skipped", "fail": "failed"}[t.kind]
+    return Event(
+        f"{job_type.emits}.{'failed' if t.kind == 'fail' else 'completed'}",
+        {
+            "jobId": str(job.id),
+            "type": job.type,
+            "accountId": str(job.account_id) if job.account_id else None,
+            "state": state,
+            "result": t.result,
+            "error": t.error,
+        },
+    )
 
 
 def declare(broker: Broker, runtime: JobRuntime, job_type: JobType, body: Body) -> Actor:

@@ -45,6 +45,7 @@ from gatehouse.catalog import rules
 from gatehouse.catalog.rules import Price, ProductPatch
 from gatehouse.catalog.store import CatalogStore
 from gatehouse.errors import NotFound, ValidationFailed
+from gatehouse.events import Event, EventBus, on_connection
 from gatehouse.jobs import SQL_CREATE, Delivery
 from gatehouse.notifications import notify
 from gatehouse.paging import newest_first
@@ -281,10 +282,30 @@ class Reindex:
 
 @dataclass(frozen=True)
 class Batch:
-    """A committed batch: the operation after it, and the e-mail to send when it ended the operation."""
+    """A committed batch: the operation after it, and the jobs its commit wrote (send them)."""
 
     operation: OperationRecord
-    email: Delivery | None = None
+    deliveries: tuple[Delivery, ...] = ()
+
+
+def event_of_end(op: OperationRecord) -> Event:
+    """``catalog.bulk_operation.completed|failed`` or ``catalog.search_reindex.completed|failed``."""
+    kind = "search_reindex" if op.type == "search_reindex" else "bulk_operation"
+    return Event(
+        f"catalog.{kind}.{'completed' if op.status == 'completed' else 'failed'}",
+        {
+            "operationId": str(op.id),
+            "type": op.type,
+            "status": op.status,
+            "counters": {
+                "total": op.total,
+                "processed": op.processed,
+                "succeeded": op.succeeded,
+                "failed": op.failed,
+            },
+            "error": op.error,
+        },
+    )
 
 
 def _notify_end(conn: Connection, op: OperationRecord) -> Delivery | None:
@@ -312,9 +333,18 @@ def _notify_end(conn: Connection, op: OperationRecord) -> Delivery | None:
 
 
 class BulkStore:
-    def __init__(self, engine: Engine, *, queue: str, job_type: str, max_attempts: int) -> None:
+    def __init__(
+        self, engine: Engine, *, queue: str, job_type: str, max_attempts: int, events: EventBus | None = None
+    ) -> None:
         self.engine = engine
         self._job = {"queue": queue, "type": job_type, "max_attempts": max_attempts}
+        self.events = events or EventBus()
+
+    def _ended(self, conn: Connection, op: OperationRecord, *, notify: bool) -> list[Delivery]:
+        """In the transaction that ended ``op``: its event, and (asynchronous ones) its requester's notice."""
+        sent = self.events.publish(on_connection(conn), event_of_end(op))
+        email = _notify_end(conn, op) if notify else None
+        return sent + ([email] if email else [])
 
     def create(
         self,
@@ -325,10 +355,11 @@ class BulkStore:
         requester: uuid.UUID | None,
         actor: str,
         sync_threshold: int,
-    ) -> tuple[OperationRecord, Delivery | None]:
-        """Record the operation; run it here if it is small, else with its job row (send the Delivery).
+    ) -> tuple[OperationRecord, list[Delivery]]:
+        """Record the operation; run it here if it is small, else with its job row.
 
-        Returns the operation and, for an asynchronous one, the delivery to enqueue after commit.
+        Returns the operation and the jobs to enqueue after commit: an asynchronous
+        operation's own job, or the events' deliveries of a synchronous one.
         """
         rules.check_patch(patch)
         op_id = uuid.uuid4()
@@ -352,9 +383,10 @@ class BulkStore:
             )
             if len(ids) <= sync_threshold:
                 # Small: one transaction for the record and the whole change; nobody to notify.
-                return self._batch(conn, op_id, patch, len(ids), actor) or op, None
+                done, sent = self._batch(conn, op_id, patch, len(ids), actor)
+                return done or op, sent + self._ended(conn, done, notify=False)
             delivery = self._job_row(conn, op_id)
-        return op, delivery
+        return op, [delivery]
 
     def _job_row(self, conn: Connection, op_id: uuid.UUID) -> Delivery:
         job = conn.exec_driver_sql(
@@ -392,8 +424,9 @@ class BulkStore:
     def run_batch(self, op_id: uuid.UUID, batch_size: int, *, actor: str) -> Batch | None:
         """Process the next batch in one transaction; None when there is nothing left to do.
 
-        The batch that ends the operation also notifies its requester, in the same
-        transaction (so exactly once); send ``Batch.email`` after it returns.
+        The batch that ends the operation also raises its event and notifies its
+        requester, in the same transaction (so exactly once); send ``Batch.deliveries``
+        after it returns.
         """
         with self.engine.begin() as conn:
             op = conn.execute(
@@ -403,19 +436,22 @@ class BulkStore:
             if op is None:
                 raise NotFound(f"bulk operation {op_id} not found")
             if op.type == "search_reindex":
-                done = self._reindex_batch(conn, op_id, batch_size)
+                done, sent = self._reindex_batch(conn, op_id, batch_size), []
             else:
-                done = self._batch(conn, op_id, patch_from_json(op.patch), batch_size, actor)
+                done, sent = self._batch(conn, op_id, patch_from_json(op.patch), batch_size, actor)
             if done is None:
                 return None
-            return Batch(done, _notify_end(conn, done) if done.status == "completed" else None)
+            if done.status == "completed":
+                sent += self._ended(conn, done, notify=True)
+            return Batch(done, tuple(sent))
 
     def _batch(
         self, conn: Connection, op_id: uuid.UUID, patch: ProductPatch, size: int, actor: str
-    ) -> OperationRecord | None:
+    ) -> tuple[OperationRecord | None, list[Delivery]]:
+        """The next batch of a bulk update, and the deliveries of its ``catalog.product.updated``."""
         status, cursor, total, batch = conn.execute(LOCK, {"id": op_id, "size": size}).one()
         if status not in LIVE or cursor >= total:
-            return None  # done already: a duplicate or late run
+            return None, []  # done already: a duplicate or late run
         attrs = patch.attributes or {}
         price = patch.price
         result = conn.execute(
@@ -445,6 +481,19 @@ class BulkStore:
             attribute_codes=list(attrs),
         ):
             documents.refresh(conn, result.updated)
+        sent = []
+        if result.updated:  # one event per batch, with the ids it changed
+            sent = self.events.publish(
+                on_connection(conn),
+                Event(
+                    "catalog.product.updated",
+                    {
+                        "productIds": [str(i) for i in result.updated],
+                        "operationId": str(op_id),
+                        "actor": actor,
+                    },
+                ),
+            )
         return OperationRecord(
             *conn.execute(
                 ADVANCE,
@@ -456,7 +505,7 @@ class BulkStore:
                     "failures": json.dumps(failures),
                 },
             ).one()
-        )
+        ), sent
 
     def _reindex_batch(self, conn: Connection, op_id: uuid.UUID, size: int) -> OperationRecord | None:
         """The next products' documents into the shadow; the last batch swaps the shadow in."""
@@ -481,10 +530,10 @@ class BulkStore:
             ).one()
         )
 
-    def fail(self, op_id: uuid.UUID, error: dict[str, Any]) -> Delivery | None:
-        """The operation cannot go on (its job ran out of attempts); its requester is told.
+    def fail(self, op_id: uuid.UUID, error: dict[str, Any]) -> list[Delivery]:
+        """The operation cannot go on (its job ran out of attempts): its event, its requester told.
 
-        Returns the e-mail delivery to send after this returns (None: nobody to tell).
+        Returns the jobs to send after this returns.
         """
         with self.engine.begin() as conn:
             row = conn.execute(
@@ -494,7 +543,7 @@ class BulkStore:
                 ),
                 {"id": op_id, "error": json.dumps(error)},
             ).one_or_none()
-            return _notify_end(conn, OperationRecord(*row)) if row else None
+            return self._ended(conn, OperationRecord(*row), notify=True) if row else []
 
     def get(self, op_id: uuid.UUID) -> OperationRecord:
         with self.engine.connect() as conn:

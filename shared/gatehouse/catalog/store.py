@@ -15,6 +15,7 @@ from gatehouse.catalog import rules
 from gatehouse.catalog.rules import NewProduct, Price, ProductPatch
 from gatehouse.catalog.tables import ATTRIBUTE_COLUMNS, PRODUCT_COLUMNS, AttributeRecord, ProductRecord
 from gatehouse.errors import Conflict, NotFound, ValidationFailed
+from gatehouse.events import Event, EventBus, on_connection
 from gatehouse.paging import newest_first
 from gatehouse.search import documents
 
@@ -50,8 +51,11 @@ def _row(product: NewProduct) -> dict[str, Any]:
 
 
 class CatalogStore:
-    def __init__(self, engine: Engine, *, start_reindex: StartReindex | None = None) -> None:
+    def __init__(
+        self, engine: Engine, *, start_reindex: StartReindex | None = None, events: EventBus | None = None
+    ) -> None:
         self.engine = engine
+        self.events = events or EventBus()
         # Set by the composition (BulkStore.start_reindex_in); without it a searchable flip queues nothing.
         self.start_reindex = start_reindex
 
@@ -111,7 +115,8 @@ class CatalogStore:
             return [ProductRecord(*row) for row in conn.execute(text(sql), params)]
 
     def patch_product(self, product_id: uuid.UUID, patch: ProductPatch, *, actor: str) -> ProductRecord:
-        """Apply ``patch``; the change and its audit row (before/after of what changed) commit together."""
+        """Apply ``patch``; the change, its audit row (before/after of what changed) and its
+        ``catalog.product.updated`` event commit together; the event's jobs are sent after."""
         rules.check_patch(patch)
         with self.engine.begin() as conn:
             row = conn.execute(
@@ -160,6 +165,11 @@ class CatalogStore:
                 after=change.after,
             )
             documents.refresh(conn, [product_id])
+            sent = self.events.publish(
+                on_connection(conn),
+                Event("catalog.product.updated", {"productIds": [str(product_id)], "actor": actor}),
+            )
+        self.events.send(sent)
         return ProductRecord(*updated)
 
     # -- attributes ------------------------------------------------------------------

@@ -11,7 +11,8 @@ import gatehouse.models
 import gatehouse.notifications.tables
 import gatehouse.search.tables
 import gatehouse.users
-import gatehouse.wb.tables  # noqa: F401
+import gatehouse.wb.tables
+import gatehouse.webhooks.tables  # noqa: F401
 
 config = context.config
 target_metadata = SQLModel.metadata

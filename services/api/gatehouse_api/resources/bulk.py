@@ -50,7 +50,7 @@ class BulkOperations:
             selection = Selection(product_ids=tuple(body.productIds))
         request = body.model_dump(mode="json", exclude_none=True)
         caller = principal(req)
-        op, delivery = self.gh.bulk.create(
+        op, deliveries = self.gh.bulk.create(
             selection,
             patch_from_json(request["patch"]),
             request,
@@ -58,8 +58,8 @@ class BulkOperations:
             actor=caller.actor,
             sync_threshold=self.gh.settings.bulk_sync_threshold,
         )
-        if delivery is not None:
-            self.gh.enqueue(delivery)
+        self.gh.events.send(deliveries)
+        if op.status == "pending":  # queued: its job runs it
             resp.status = 202
         resp.location = f"/v1/admin/catalog/bulk-operations/{op.id}"
         resp.media = operation_view(op)

@@ -18,14 +18,13 @@ def bulk_operation(ctx: JobContext) -> dict[str, Any]:
         while (
             batch := bulk.run_batch(op_id, ctx.gatehouse.settings.bulk_batch_size, actor=actor)
         ) is not None:
-            if batch.email is not None:
-                ctx.gatehouse.enqueue(batch.email)
+            ctx.gatehouse.events.send(batch.deliveries)
             ctx.ensure_held()  # a run that lost its row stops between batches
     except Exception as exc:
         if ctx.job.attempt >= ctx.job.max_attempts:  # no attempt left: the operation cannot go on
-            email = bulk.fail(op_id, {"code": getattr(exc, "code", type(exc).__name__), "message": str(exc)})
-            if email is not None:
-                ctx.gatehouse.enqueue(email)
+            ctx.gatehouse.events.send(
+                bulk.fail(op_id, {"code": getattr(exc, "code", type(exc).__name__), "message": str(exc)})
+            )
         raise
     done = bulk.get(op_id)
     return {"status": done.status, "processed": done.processed, "failed": done.failed}

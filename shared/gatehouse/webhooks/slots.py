@@ -1,0 +1,41 @@
+"""Per-endpoint concurrency (WEBHOOK_MAX_PER_ENDPOINT) across every worker: a leased semaphore in Redis.
+
+A slot is a member of the endpoint's sorted set scored by its lease end, so a
+worker that died mid-attempt frees its slot when the lease runs out (the
+request timeout plus a margin). An attempt that finds no free slot does not
+run and does not spend an attempt: it waits a moment (JobPaused), leaving its
+worker thread to deliveries of other endpoints.
+"""
+
+from __future__ import annotations
+
+from redis import Redis
+
+# KEYS[1] the endpoint's slots; ARGV: holder, lease ms, limit. The server's clock, so workers agree.
+ACQUIRE = """
+local now = redis.call('TIME')
+local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then
+  redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[2]), ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+  return 1
+end
+return 0
+"""
+
+
+def slots_key(endpoint_id: str) -> str:
+    return f"gatehouse:webhook:{{{endpoint_id}}}:slots"
+
+
+class EndpointSlots:
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+        self._acquire = redis.register_script(ACQUIRE)
+
+    def acquire(self, endpoint_id: str, holder: str, *, limit: int, lease_ms: int) -> bool:
+        return bool(self._acquire(keys=[slots_key(endpoint_id)], args=[holder, lease_ms, limit]))
+
+    def release(self, endpoint_id: str, holder: str) -> None:
+        self.redis.zrem(slots_key(endpoint_id), holder)
