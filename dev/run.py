@@ -6,7 +6,8 @@ uses those servers. Then it migrates and starts the WB sandbox, the API
 (BACKEND_ROLE=all: HTTP plus in-process consumers) and the scheduler, prints
 the URL and the admin token, and on Ctrl-C stops everything in order. With
 SMTP_URL unset it also runs a local SMTP sink (dev/mail_sink.py) that writes
-every notification e-mail under ./var/mail.
+every notification e-mail under ./var/mail. Webhooks may target this machine
+(WEBHOOK_ALLOWED_HOSTS defaults to loopback here).
 """
 
 from __future__ import annotations
@@ -103,6 +104,8 @@ def main() -> int:
     )
     env["TOKEN_ENCRYPTION_KEY"] = kept_secret(var / "token-key", settings.token_encryption_key, generate_key)
     env.setdefault("BACKEND_ROLE", "all")
+    # A webhook receiver on this machine (a developer's own) is allowed here, and only here.
+    env.setdefault("WEBHOOK_ALLOWED_HOSTS", "127.0.0.1,::1,localhost")
     sandbox_url = f"http://{settings.wb_sandbox_bind}"
     if not settings.wb_api_base_url:
         env["WB_API_BASE_URL"] = sandbox_url

@@ -27,7 +27,7 @@ class TokenCipher:
             return self._fernet.decrypt(ciphertext.encode()).decode()
         except InvalidToken:
             raise ConfigurationError(
-                "a stored WB token cannot be decrypted with TOKEN_ENCRYPTION_KEY"
+                "a stored secret (a WB token or a webhook secret) cannot be decrypted with TOKEN_ENCRYPTION_KEY"
             ) from None
 
 

@@ -177,3 +177,19 @@ def test_an_explicit_schedule_and_the_delay_scale_set_the_retry_eta():
     t = decide(run, policy, Failed(WB_DOWN), replace(TIMINGS, delay_scale=0.001), NOW)
 
     assert (t.kind, t.eta_ms) == ("retry", NOW + 300)
+
+
+@pytest.mark.parametrize(("retry_after_ms", "eta"), [(2_000, NOW + 2_000), (100, NOW + 300), (None, NOW + 300)])
+def test_a_retry_after_is_a_lower_bound_on_the_scaled_delay_and_is_not_scaled(retry_after_ms, eta):
+    policy = RetryPolicy.schedule(5_000, 300_000)
+    run = replace(UNGATED, max_attempts=3, attempt=2)
+
+    t = decide(run, policy, Failed(WB_DOWN, retry_after_ms), replace(TIMINGS, delay_scale=0.001), NOW)
+
+    assert (t.kind, t.eta_ms) == ("retry", eta)
+
+
+def test_a_retry_after_on_the_last_attempt_still_fails():
+    policy = RetryPolicy.schedule(5_000)
+    t = decide(replace(UNGATED, max_attempts=2, attempt=2), policy, Failed(WB_DOWN, 2_000), TIMINGS, NOW)
+    assert t.kind == "fail"

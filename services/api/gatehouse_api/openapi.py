@@ -11,6 +11,8 @@ from gatehouse.catalog.bulk import TYPES as BULK_TYPES
 from gatehouse.catalog.rules import STATUSES
 from gatehouse.job_types import REGISTRY
 from gatehouse.models import STATES
+from gatehouse.webhooks.store import EVENT_TYPES
+from gatehouse.webhooks.tables import STATUSES as WEBHOOK_STATUSES
 from gatehouse_api import schemas as s
 
 PROBLEM = "application/problem+json"
@@ -22,7 +24,10 @@ ERRORS = {
         "/v1/me needs a staff user's key)"
     ),
     404: "no such resource (or not visible to this key)",
-    409: "collides with what is stored (`code` CONFLICT, `field` names it): a taken email, sku or code",
+    409: (
+        "collides with what is stored (`code` CONFLICT, `field` names it): a taken email, sku or code; "
+        "or the state forbids it (ENDPOINT_DISABLED, NOT_REPLAYABLE)"
+    ),
     413: "body too large",
     415: "body is not application/json",
     422: "a field breaks a rule; `field` names it",
@@ -232,6 +237,103 @@ def catalog_paths(d: Document) -> dict[str, Any]:
     }
 
 
+def webhook_paths(d: Document) -> dict[str, Any]:
+    """Webhooks admin (admin token or a user key): endpoints, deliveries with attempts, replays."""
+    endpoint, delivery = uuid_param("endpointId"), uuid_param("deliveryId")
+    since = {"name": "since", "in": "query", "schema": {"type": "string", "format": "date-time"}}
+    body_errors = (400, 401, 403, 413, 415, 422)
+    return {
+        "/v1/admin/webhooks/endpoints": {
+            "post": d.operation(
+                "Add an endpoint; its whsec_ secret is shown only in this answer",
+                (201, s.EndpointCreated, "created"),
+                body_errors,
+                body=(s.CreateEndpoint, True),
+            ),
+            "get": d.operation("List endpoints", (200, s.EndpointList, "every endpoint"), (401, 403)),
+        },
+        "/v1/admin/webhooks/endpoints/{endpointId}": {
+            "get": d.operation(
+                "Read an endpoint", (200, s.EndpointView, "the endpoint"), (401, 403, 404), params=[endpoint]
+            ),
+            "patch": d.operation(
+                "Edit an endpoint (url, eventTypes, enabled, description)",
+                (200, s.EndpointView, "the endpoint as changed"),
+                (*body_errors, 404),
+                body=(s.PatchEndpoint, True),
+                params=[endpoint],
+            ),
+            "delete": d.operation(
+                "Delete an endpoint and its deliveries",
+                (204, None, "deleted"),
+                (401, 403, 404),
+                params=[endpoint],
+            ),
+        },
+        "/v1/admin/webhooks/endpoints/{endpointId}/rotate-secret": {
+            "post": d.operation(
+                "Issue a new secret; the old one also signs for WEBHOOK_ROTATION_GRACE_MS",
+                (200, s.SecretRotated, "the new secret, shown once"),
+                (401, 403, 404),
+                params=[endpoint],
+            )
+        },
+        "/v1/admin/webhooks/endpoints/{endpointId}/test": {
+            "post": d.operation(
+                "Send a webhook.test event to this endpoint",
+                (202, s.TestSent, "queued"),
+                (401, 403, 404, 409),
+                params=[endpoint],
+            )
+        },
+        "/v1/admin/webhooks/endpoints/{endpointId}/replay": {
+            "post": d.operation(
+                "Replay the endpoint's dead deliveries (since a time): one queued job",
+                (202, s.ReplayQueued, "queued"),
+                (401, 403, 404, 422),
+                params=[endpoint, since],
+            )
+        },
+        "/v1/admin/webhooks/deliveries": {
+            "get": d.operation(
+                "List deliveries, newest first",
+                (200, s.DeliveryPage, "a page of deliveries"),
+                (401, 403, 422),
+                params=page_params(
+                    {"name": "endpointId", "in": "query", "schema": {"type": "string", "format": "uuid"}},
+                    {
+                        "name": "status",
+                        "in": "query",
+                        "schema": {"type": "string", "enum": list(WEBHOOK_STATUSES)},
+                    },
+                    {
+                        "name": "eventType",
+                        "in": "query",
+                        "schema": {"type": "string", "enum": list(EVENT_TYPES)},
+                    },
+                    since,
+                ),
+            )
+        },
+        "/v1/admin/webhooks/deliveries/{deliveryId}": {
+            "get": d.operation(
+                "Read a delivery with its attempts",
+                (200, s.DeliveryDetail, "the delivery"),
+                (401, 403, 404),
+                params=[delivery],
+            )
+        },
+        "/v1/admin/webhooks/deliveries/{deliveryId}/replay": {
+            "post": d.operation(
+                "Re-send a dead or delivered message (same webhook-id, new series of attempts)",
+                (202, s.DeliveryView, "queued"),
+                (401, 403, 404, 409),
+                params=[delivery],
+            )
+        },
+    }
+
+
 def me_paths(d: Document) -> dict[str, Any]:
     """The calling staff user's own resources (a user key; the admin token and account keys: 403)."""
     return {
@@ -347,6 +449,7 @@ def build() -> dict[str, Any]:
             )
         },
         **catalog_paths(d),
+        **webhook_paths(d),
         **me_paths(d),
         "/healthz": {"get": d.operation("Liveness", (200, None, "alive"), (), public=True)},
         "/readyz": {

@@ -253,6 +253,7 @@ class WebhookStore:
         description: str | None = None,
     ) -> EndpointRecord:
         """Edit; ``all_event_types`` subscribes to every type. Enabling clears the disabled reason."""
+        self.get_endpoint(endpoint_id)  # an unknown endpoint is 404 before its new URL is looked up
         sets, params = [], {"id": endpoint_id}
         if url is not None:
             self.check_url(url)
