@@ -107,15 +107,17 @@ SELECT job_id, %(job_type)s, %(queue)s, 'user', %(max_attempts)s, jsonb_build_ob
 FROM targets
 RETURNING id, queue, type, delivery
 """
-# A new series of attempts for replayable deliveries (locked, so two replays make one series).
+# A new series of attempts for replayable deliveries (locked, so two replays make one series: the
+# second waits for the first, then finds the delivery pending). A batch replay skips rows in use.
 REPLAY = f"""
 WITH chosen AS MATERIALIZED (
   SELECT d.id AS delivery_id, gen_random_uuid() AS job_id FROM webhook_deliveries AS d
   JOIN webhook_endpoints AS e ON e.id = d.endpoint_id AND e.enabled
   WHERE {{where}} AND d.status IN {REPLAYABLE}
-  ORDER BY d.created_at LIMIT %(limit)s FOR UPDATE OF d SKIP LOCKED
+  ORDER BY d.created_at LIMIT %(limit)s FOR UPDATE OF d {{skip}}
 ), moved AS (
-  UPDATE webhook_deliveries AS d SET status = 'pending', job_id = c.job_id, updated_at = now()
+  UPDATE webhook_deliveries AS d SET status = 'pending', job_id = c.job_id, delivered_at = NULL,
+    updated_at = now()
   FROM chosen AS c WHERE d.id = c.delivery_id
 )
 INSERT INTO jobs (id, type, queue, tier, max_attempts, payload)
@@ -314,10 +316,14 @@ class WebhookStore:
         event = Event("webhook.test", {"endpointId": str(endpoint_id), "message": "Gatehouse test event"})
         with self.engine.begin() as conn:
             sent = self.outbox(on_connection(conn), event, endpoint_id)
-            [(delivery_id,)] = on_connection(conn)(
+            rows = on_connection(conn)(
                 "SELECT id FROM webhook_deliveries WHERE message_id = %(m)s", {"m": event.id}
             )
-        return delivery_id, sent
+        if not rows:  # disabled (or deleted) since the check above
+            raise Conflict(
+                f"webhook endpoint {endpoint_id} is disabled", field="enabled", code="ENDPOINT_DISABLED"
+            )
+        return rows[0][0], sent
 
     # -- deliveries ------------------------------------------------------------------
 
@@ -363,7 +369,9 @@ class WebhookStore:
         """A dead or delivered message again: same ``webhook-id``, a new series of attempts."""
         with self.engine.begin() as conn:
             sql = on_connection(conn)
-            rows = sql(REPLAY.format(where="d.id = %(id)s"), {"id": delivery_id, "limit": 1, **self._job()})
+            rows = sql(
+                REPLAY.format(where="d.id = %(id)s", skip=""), {"id": delivery_id, "limit": 1, **self._job()}
+            )
             if not rows:
                 found = sql(
                     "SELECT d.status, e.enabled FROM webhook_deliveries AS d "
@@ -412,7 +420,7 @@ class WebhookStore:
         )
         with self.engine.begin() as conn:
             rows = on_connection(conn)(
-                REPLAY.format(where=where),
+                REPLAY.format(where=where, skip="SKIP LOCKED"),
                 {"endpoint_id": endpoint_id, "since": since, "limit": REPLAY_BATCH, **self._job()},
             )
         return [_delivery(row, self._first_delay_ms()) for row in rows]
