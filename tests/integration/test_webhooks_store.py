@@ -144,7 +144,7 @@ def test_an_event_is_one_delivery_and_one_job_per_enabled_subscribed_endpoint(wh
         assert (job.type, job.queue, job.tier, job.state, job.max_attempts, job.account_id) == (
             "webhook.deliver", WEBHOOK_DELIVER.queue, "user", "waiting", 8, None,
         )  # fmt: skip
-        assert job.payload == {"deliveryId": str(d.id)}
+        assert job.payload == {"deliveryId": str(d.id), "endpointId": str(d.endpoint_id)}
     # … and what the caller sends after commit is exactly those job rows
     assert sorted((s.job_id, s.queue, s.actor, s.delivery) for s in sent) == sorted(
         (j.id, j.queue, j.type, j.delivery) for j in jobs.values()
@@ -409,7 +409,8 @@ def test_only_a_dead_or_delivered_delivery_is_replayed_as_a_new_series_with_the_
     assert (after.status, after.message_id, after.attempts) == ("pending", before.message_id, 1)
     assert after.job_id == sent.job_id != before.job_id
     job = deliver_jobs(db)[sent.job_id]
-    assert (job.state, job.max_attempts, job.payload) == ("waiting", 8, {"deliveryId": str(delivery_id)})
+    assert (job.state, job.max_attempts) == ("waiting", 8)
+    assert job.payload == {"deliveryId": str(delivery_id), "endpointId": str(before.endpoint_id)}
     # The old series finds it taken over; the new one's attempt follows the last one.
     assert wh.webhooks.begin_attempt(delivery_id, before.job_id) == "replaced-by-replay"
     assert play(wh, delivery_id, "delivered", code=200).number == 2

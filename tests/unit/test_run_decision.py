@@ -179,7 +179,9 @@ def test_an_explicit_schedule_and_the_delay_scale_set_the_retry_eta():
     assert (t.kind, t.eta_ms) == ("retry", NOW + 300)
 
 
-@pytest.mark.parametrize(("retry_after_ms", "eta"), [(2_000, NOW + 2_000), (100, NOW + 300), (None, NOW + 300)])
+@pytest.mark.parametrize(
+    ("retry_after_ms", "eta"), [(2_000, NOW + 2_000), (100, NOW + 300), (None, NOW + 300)]
+)
 def test_a_retry_after_is_a_lower_bound_on_the_scaled_delay_and_is_not_scaled(retry_after_ms, eta):
     policy = RetryPolicy.schedule(5_000, 300_000)
     run = replace(UNGATED, max_attempts=3, attempt=2)

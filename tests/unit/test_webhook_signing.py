@@ -20,7 +20,11 @@ SIGNATURE = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
 
 def test_the_spec_vector_signs_as_the_spec_says():
     headers = sign(MSG_ID, TIMESTAMP, BODY, [SECRET])
-    assert headers == {"webhook-id": MSG_ID, "webhook-timestamp": "1614265330", "webhook-signature": SIGNATURE}
+    assert headers == {
+        "webhook-id": MSG_ID,
+        "webhook-timestamp": "1614265330",
+        "webhook-signature": SIGNATURE,
+    }
 
 
 def now_headers(body: str, secrets: list[str]) -> dict[str, str]:

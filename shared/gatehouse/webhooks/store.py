@@ -103,7 +103,8 @@ WITH targets AS MATERIALIZED (
   SELECT delivery_id, endpoint_id, %(message_id)s, %(type)s, %(payload)s, job_id FROM targets
 )
 INSERT INTO jobs (id, type, queue, tier, max_attempts, payload)
-SELECT job_id, %(job_type)s, %(queue)s, 'user', %(max_attempts)s, jsonb_build_object('deliveryId', delivery_id)
+SELECT job_id, %(job_type)s, %(queue)s, 'user', %(max_attempts)s,
+  jsonb_build_object('deliveryId', delivery_id, 'endpointId', endpoint_id)
 FROM targets
 RETURNING id, queue, type, delivery
 """
@@ -111,7 +112,7 @@ RETURNING id, queue, type, delivery
 # second waits for the first, then finds the delivery pending). A batch replay skips rows in use.
 REPLAY = f"""
 WITH chosen AS MATERIALIZED (
-  SELECT d.id AS delivery_id, gen_random_uuid() AS job_id FROM webhook_deliveries AS d
+  SELECT d.id AS delivery_id, d.endpoint_id, gen_random_uuid() AS job_id FROM webhook_deliveries AS d
   JOIN webhook_endpoints AS e ON e.id = d.endpoint_id AND e.enabled
   WHERE {{where}} AND d.status IN {REPLAYABLE}
   ORDER BY d.created_at LIMIT %(limit)s FOR UPDATE OF d {{skip}}
@@ -121,7 +122,8 @@ WITH chosen AS MATERIALIZED (
   FROM chosen AS c WHERE d.id = c.delivery_id
 )
 INSERT INTO jobs (id, type, queue, tier, max_attempts, payload)
-SELECT job_id, %(job_type)s, %(queue)s, 'user', %(max_attempts)s, jsonb_build_object('deliveryId', delivery_id)
+SELECT job_id, %(job_type)s, %(queue)s, 'user', %(max_attempts)s,
+  jsonb_build_object('deliveryId', delivery_id, 'endpointId', endpoint_id)
 FROM chosen
 RETURNING id, queue, type, delivery
 """
@@ -426,13 +428,6 @@ class WebhookStore:
         return [_delivery(row, self._first_delay_ms()) for row in rows]
 
     # -- one attempt (the job body) ----------------------------------------------------
-
-    def endpoint_of(self, delivery_id: uuid.UUID) -> uuid.UUID | None:
-        with self.engine.connect() as conn:
-            rows = on_connection(conn)(
-                "SELECT endpoint_id FROM webhook_deliveries WHERE id = %(id)s", {"id": delivery_id}
-            )
-        return rows[0][0] if rows else None
 
     def begin_attempt(self, delivery_id: uuid.UUID, job_id: uuid.UUID) -> Attempt | str:
         """Number the next attempt and write its row; or why nothing is to be sent (a str).
