@@ -49,7 +49,7 @@ class DeliveryFailed(Exception):
 @job(WEBHOOK_DELIVER)
 def deliver(ctx: JobContext) -> dict[str, Any]:
     gh, settings = ctx.gatehouse, ctx.gatehouse.settings
-    store, delivery_id = gh.webhooks, uuid.UUID(ctx.payload["deliveryId"])
+    delivery_id = uuid.UUID(ctx.payload["deliveryId"])
     # The endpoint is in the payload (its slot is taken before the delivery is touched).
     endpoint_id = uuid.UUID(ctx.payload["endpointId"])
     holder = f"{ctx.job.id}:{ctx.claim.claims}"
