@@ -90,9 +90,15 @@ class Answer:
         return self.error is None and self.status_code is not None and 200 <= self.status_code < 300
 
 
+# The first attempt waits WEBHOOK_RETRY_SCHEDULE_MS[0] (scaled): on the row (state, resume_at), so
+# the status and reconciliation know it as they know any delayed job.
+FIRST_ATTEMPT = (
+    "CASE WHEN %(first_delay_ms)s > 0 THEN 'delayed' ELSE 'waiting' END, "
+    "CASE WHEN %(first_delay_ms)s > 0 THEN now() + %(first_delay_ms)s * interval '1 millisecond' END"
+)
 # One statement: the deliveries of an event to every subscribed enabled endpoint (or to one
 # endpoint: a test event) and each one's job row; returns the jobs to send after commit.
-OUTBOX = """
+OUTBOX = f"""
 WITH targets AS MATERIALIZED (
   SELECT e.id AS endpoint_id, gen_random_uuid() AS delivery_id, gen_random_uuid() AS job_id
   FROM webhook_endpoints AS e
@@ -102,9 +108,9 @@ WITH targets AS MATERIALIZED (
   INSERT INTO webhook_deliveries (id, endpoint_id, message_id, event_type, payload, job_id)
   SELECT delivery_id, endpoint_id, %(message_id)s, %(type)s, %(payload)s, job_id FROM targets
 )
-INSERT INTO jobs (id, type, queue, tier, max_attempts, payload)
+INSERT INTO jobs (id, type, queue, tier, max_attempts, payload, state, resume_at)
 SELECT job_id, %(job_type)s, %(queue)s, 'user', %(max_attempts)s,
-  jsonb_build_object('deliveryId', delivery_id, 'endpointId', endpoint_id)
+  jsonb_build_object('deliveryId', delivery_id, 'endpointId', endpoint_id), {FIRST_ATTEMPT}
 FROM targets
 RETURNING id, queue, type, delivery
 """
@@ -121,9 +127,9 @@ WITH chosen AS MATERIALIZED (
     updated_at = now()
   FROM chosen AS c WHERE d.id = c.delivery_id
 )
-INSERT INTO jobs (id, type, queue, tier, max_attempts, payload)
+INSERT INTO jobs (id, type, queue, tier, max_attempts, payload, state, resume_at)
 SELECT job_id, %(job_type)s, %(queue)s, 'user', %(max_attempts)s,
-  jsonb_build_object('deliveryId', delivery_id, 'endpointId', endpoint_id)
+  jsonb_build_object('deliveryId', delivery_id, 'endpointId', endpoint_id), {FIRST_ATTEMPT}
 FROM chosen
 RETURNING id, queue, type, delivery
 """
@@ -167,6 +173,7 @@ class WebhookStore:
             "job_type": WEBHOOK_DELIVER.name,
             "queue": WEBHOOK_DELIVER.queue,
             "max_attempts": policy.attempts,
+            "first_delay_ms": self._first_delay_ms(),
         }
 
     def _first_delay_ms(self) -> int:
