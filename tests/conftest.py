@@ -115,7 +115,11 @@ def clean(database_url: str, redis_url: str) -> Iterator[None]:
                 )
             ]
             if tables:
-                conn.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
+                conn.execute(
+                    f"TRUNCATE {', '.join(t for t in tables if t != 'module_registrations')} CASCADE"
+                )
+            # Every module installed and enabled, as the migration leaves them.
+            conn.execute("UPDATE module_registrations SET installed = true, enabled = true")
         redis.Redis.from_url(redis_url).flushdb()
 
     wipe()

@@ -32,6 +32,7 @@ from gatehouse.gate import RedisGate
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Accepted, Delivery, JobStore
 from gatehouse.jobs import pool as job_pool
+from gatehouse.modules import ModuleStates
 from gatehouse.search import SearchStore
 from gatehouse.settings import Settings, load_settings
 from gatehouse.users import Users
@@ -59,6 +60,7 @@ class Gatehouse:
     bulk: BulkStore
     search: SearchStore
     events: EventBus
+    modules: ModuleStates
     webhooks: WebhookStore
     webhook_slots: EndpointSlots
 
@@ -127,7 +129,8 @@ def bootstrap(
     users = Users(engine)
     cipher = TokenCipher(settings) if settings.token_encryption_key else None
     # Domain events: raised in the changes' transactions, their jobs sent after commit (gatehouse.events).
-    events = EventBus(send=lambda delivery: gatehouse.enqueue(delivery))
+    modules = ModuleStates(engine)
+    events = EventBus(send=lambda delivery: gatehouse.enqueue(delivery), emits=modules.emits)
     gatehouse = Gatehouse(
         settings=settings,
         engine=engine,
@@ -155,6 +158,7 @@ def bootstrap(
         ),
         search=SearchStore(engine),
         events=events,
+        modules=modules,
         # Webhook secrets are encrypted like WB tokens (TOKEN_ENCRYPTION_KEY; unset: refused when needed).
         webhooks=WebhookStore(engine, settings=settings, cipher=lambda: cipher or TokenCipher(settings)),
         webhook_slots=EndpointSlots(redis),

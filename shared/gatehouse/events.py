@@ -72,16 +72,21 @@ Subscriber = Callable[[Sql, Event], Sequence[Delivery]]
 
 
 class EventBus:
-    def __init__(self, send: Callable[[Delivery], None] | None = None) -> None:
+    def __init__(
+        self, send: Callable[[Delivery], None] | None = None, emits: Callable[[str], bool] | None = None
+    ) -> None:
         self._subscribers: list[Subscriber] = []
         self._send = send
+        # Whether an event type is emitted now: not while its module is off (gatehouse.modules).
+        self._emits = emits or (lambda event_type: True)
 
     def subscribe(self, subscriber: Subscriber) -> None:
         self._subscribers.append(subscriber)
 
     def publish(self, sql: Sql, *events: Event) -> list[Delivery]:
         """Write what ``events`` cause, in the caller's transaction; send the result after commit."""
-        return [d for event in events for subscriber in self._subscribers for d in subscriber(sql, event)]
+        live = [event for event in events if self._emits(event.type)]
+        return [d for event in live for subscriber in self._subscribers for d in subscriber(sql, event)]
 
     def send(self, deliveries: Iterable[Delivery]) -> None:
         """After the commit: enqueue the job deliveries ``publish`` returned."""

@@ -20,6 +20,7 @@ from gatehouse_api.resources import (
     bulk,
     catalog,
     jobs,
+    modules,
     notifications,
     search,
     users,
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 
 
 def create_app(gh: Gatehouse) -> falcon.App:
-    app = falcon.App(middleware=[Authenticate(gh.accounts), UnknownMethods()])
+    app = falcon.App(middleware=[Authenticate(gh.accounts), modules.ModuleRoutes(gh), UnknownMethods()])
     errors.install(app)
     routes = {
         "/healthz": Health(),
@@ -48,6 +49,8 @@ def create_app(gh: Gatehouse) -> falcon.App:
         "/v1/admin/accounts/{account_id:uuid}/gate": admin.AccountGate(gh),
         "/v1/admin/schedules": admin.Schedules(gh),
         "/v1/admin/schedules/{name}/run": admin.RunSchedule(gh),
+        "/v1/admin/modules": modules.Modules(gh),
+        "/v1/admin/modules/{name}": modules.Module(gh),
         "/v1/admin/users": users.Users(gh),
         "/v1/admin/users/{user_id:uuid}/keys": users.UserKeys(gh),
         "/v1/admin/catalog/products": catalog.Products(gh),

@@ -23,6 +23,7 @@ from gatehouse.errors import (
     Unauthorized,
     ValidationFailed,
 )
+from gatehouse.modules import ModuleDisabled
 
 log = logging.getLogger(__name__)
 PROBLEM_JSON = "application/problem+json"
@@ -79,7 +80,11 @@ def handle_domain(req: falcon.Request, resp: falcon.Response, exc: GatehouseErro
     status = next((s for cls, s in STATUS_OF.items() if isinstance(exc, cls)), 500)
     extra: dict[str, Any] = {}
     headers: dict[str, str] | None = None
-    if isinstance(exc, ValidationFailed | Conflict):
+    if isinstance(exc, ModuleDisabled):
+        # Disabled: the routes exist but are switched off (409); not installed: there are none (404).
+        status = 409 if exc.installed else 404
+        extra["module"] = exc.module
+    elif isinstance(exc, ValidationFailed | Conflict):
         extra["field"] = exc.field
     elif isinstance(exc, StoreUnavailable):
         extra["store"] = exc.store

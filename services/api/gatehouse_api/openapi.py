@@ -11,6 +11,7 @@ from gatehouse.catalog.bulk import TYPES as BULK_TYPES
 from gatehouse.catalog.rules import STATUSES
 from gatehouse.job_types import REGISTRY
 from gatehouse.models import STATES
+from gatehouse.modules import MODULES
 from gatehouse.webhooks.store import EVENT_TYPES
 from gatehouse.webhooks.tables import STATUSES as WEBHOOK_STATUSES
 from gatehouse_api import schemas as s
@@ -23,10 +24,10 @@ ERRORS = {
         "the operation needs the admin token (or, on /v1/admin/catalog, a staff user's key; "
         "/v1/me needs a staff user's key)"
     ),
-    404: "no such resource (or not visible to this key)",
+    404: "no such resource (or not visible to this key); MODULE_DISABLED: its module is not installed",
     409: (
         "collides with what is stored (`code` CONFLICT, `field` names it): a taken email, sku or code; "
-        "or the state forbids it (ENDPOINT_DISABLED, NOT_REPLAYABLE)"
+        "or the state forbids it (ENDPOINT_DISABLED, NOT_REPLAYABLE, MODULE_DISABLED: its module is disabled)"
     ),
     413: "body too large",
     415: "body is not application/json",
@@ -334,6 +335,25 @@ def webhook_paths(d: Document) -> dict[str, Any]:
     }
 
 
+def module_paths(d: Document) -> dict[str, Any]:
+    """Modules (admin token): their routes answer MODULE_DISABLED and their consumers pause while off."""
+    name = {"name": "name", "in": "path", "required": True, "schema": {"type": "string", "enum": list(MODULES)}}
+    return {
+        "/v1/admin/modules": {
+            "get": d.operation("List the modules", (200, s.ModuleList, "every module"), (401, 403))
+        },
+        "/v1/admin/modules/{name}": {
+            "put": d.operation(
+                "Switch a module on or off (every API and worker process follows within a second)",
+                (200, s.ModuleView, "the module as it is now"),
+                (400, 401, 403, 404, 413, 415, 422),
+                body=(s.SetModule, True),
+                params=[name],
+            )
+        },
+    }
+
+
 def me_paths(d: Document) -> dict[str, Any]:
     """The calling staff user's own resources (a user key; the admin token and account keys: 403)."""
     return {
@@ -450,6 +470,7 @@ def build() -> dict[str, Any]:
         },
         **catalog_paths(d),
         **webhook_paths(d),
+        **module_paths(d),
         **me_paths(d),
         "/healthz": {"get": d.operation("Liveness", (200, None, "alive"), (), public=True)},
         "/readyz": {

@@ -463,3 +463,24 @@ class DeliveryDetail(DeliveryView):
 class DeliveryPage(Reply):
     items: list[DeliveryView]
     nextCursor: str | None
+
+
+# -- modules ---------------------------------------------------------------------------
+
+
+class ModuleView(Reply):
+    name: str
+    installed: bool
+    enabled: bool
+    queues: list[str] = Field(description="the queues whose consumers pause while it is off")
+    updatedAt: datetime
+    updatedBy: str
+
+
+class ModuleList(Reply):
+    items: list[ModuleView]
+
+
+class SetModule(Body):
+    enabled: bool = None
+    installed: bool = None

@@ -46,6 +46,7 @@ from gatehouse.events import Event, on_cursor
 from gatehouse.gate import job_of, owner, released_key
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Claim, Delivery, datetime_to_ms
+from gatehouse.modules import module_of_queue
 from gatehouse.workers import process_name
 from gatehouse_worker.leases import LeaseKeeper
 from gatehouse_worker.runtime import Body, JobContext
@@ -56,6 +57,8 @@ DB_DOWN = (OperationalError, PoolTimeout)
 # A delivery that could not be claimed because PostgreSQL did not answer comes
 # back after this long (reconciliation is the net below it).
 CLAIM_RETRY_MS = 5_000
+# A message of a module that is off comes back after this long (its consumer is paused by then).
+MODULE_OFF_RETRY_MS = 1_000
 FINISHED = {"complete": "completed", "skip": "skipped", "fail": "failed"}  # metric labels
 WAKE_TRIES = 5  # stale waiters (finished, or not parked any more) skipped per release
 
@@ -92,6 +95,8 @@ class JobRuntime(Middleware):
 
     def run(self, job_type: JobType, body: Body) -> None:
         message = self._message.current
+        if self._module_off(job_type, message):
+            return
         claim = self._claim(job_type, message)
         if claim is None:
             return
@@ -108,6 +113,17 @@ class JobRuntime(Middleware):
         facts = replace(facts, lost=ctx.lost.is_set())
         transition = rd.decide(facts, job_type.policy(self.s), outcome, self.timings, current_millis())
         self._apply(ctx, transition, job_type)
+
+    def _module_off(self, job_type: JobType, message: Any) -> bool:
+        """A message prefetched before its module went off goes back unclaimed (gatehouse_worker.modules)."""
+        module = module_of_queue(job_type.queue)
+        if module is None or self.gh.modules.state(module.name).on:
+            return False
+        try:
+            self.gh.broker.enqueue(message.copy(), delay=MODULE_OFF_RETRY_MS)
+        except RedisError:
+            log.warning("could not put back a message of module %s; reconciliation will", module.name)
+        return True
 
     def _claim(self, job_type: JobType, message: Any) -> Claim | None:
         try:

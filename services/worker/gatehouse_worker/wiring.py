@@ -19,6 +19,7 @@ from gatehouse.settings import Settings, load_settings
 from gatehouse_worker import runtime
 from gatehouse_worker.health import ConsumerLiveness
 from gatehouse_worker.middleware import BootReconciliation, CloseStores, IdlePoll
+from gatehouse_worker.modules import ModulePauses
 from gatehouse_worker.pipeline import JobRuntime, declare
 from gatehouse_worker.schedules import declare_schedules
 
@@ -32,6 +33,7 @@ def consumer_middleware(gh: Gatehouse) -> list[Middleware]:
         IdlePoll(gh.settings.worker_idle_poll_ms),
         PeriodiqMiddleware(skip_delay=TICK_SKIP_DELAY_S),
         JobRuntime(gh),
+        ModulePauses(gh),
         BootReconciliation(gh),
         ConsumerLiveness(gh.settings),
     ]

@@ -8,6 +8,7 @@ import gatehouse.audit
 import gatehouse.catalog.bulk
 import gatehouse.catalog.tables
 import gatehouse.models
+import gatehouse.modules
 import gatehouse.notifications.tables
 import gatehouse.search.tables
 import gatehouse.users

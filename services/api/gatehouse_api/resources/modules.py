@@ -1,0 +1,60 @@
+"""Modules (admin): list them, switch one on or off; its routes follow within a second."""
+
+from __future__ import annotations
+
+import falcon
+
+from gatehouse.composition import Gatehouse
+from gatehouse.modules import MODULES, ModuleState, module_of_path
+from gatehouse_api.auth import principal, require_admin
+from gatehouse_api.body import read_json
+from gatehouse_api.schemas import ModuleList, ModuleView, SetModule
+
+
+def module_view(m: ModuleState) -> dict:
+    return ModuleView(
+        name=m.name,
+        installed=m.installed,
+        enabled=m.enabled,
+        queues=list(MODULES[m.name].queues),
+        updatedAt=m.updated_at,
+        updatedBy=m.updated_by,
+    ).model_dump(mode="json")
+
+
+class ModuleRoutes:
+    """Falcon middleware: a route of a module that is off answers MODULE_DISABLED (after authentication)."""
+
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+
+    def process_resource(
+        self, req: falcon.Request, resp: falcon.Response, resource: object, params: dict
+    ) -> None:
+        module = module_of_path(req.path)
+        if module is not None and resource is not None:
+            self.gh.modules.require(module.name)
+
+
+class Modules:
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        require_admin(req)
+        self.gh.modules.all(fresh=True)
+        resp.media = ModuleList(
+            items=[module_view(self.gh.modules.state(name)) for name in MODULES]
+        ).model_dump(mode="json")
+
+
+class Module:
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+
+    def on_put(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
+        require_admin(req)
+        body = read_json(req, SetModule, max_bytes=self.gh.settings.max_body_bytes)
+        resp.media = module_view(
+            self.gh.modules.set(name, enabled=body.enabled, installed=body.installed, by=principal(req).actor)
+        )
