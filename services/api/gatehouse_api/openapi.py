@@ -337,7 +337,12 @@ def webhook_paths(d: Document) -> dict[str, Any]:
 
 def module_paths(d: Document) -> dict[str, Any]:
     """Modules (admin token): their routes answer MODULE_DISABLED and their consumers pause while off."""
-    name = {"name": "name", "in": "path", "required": True, "schema": {"type": "string", "enum": list(MODULES)}}
+    name = {
+        "name": "name",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "enum": list(MODULES)},
+    }
     return {
         "/v1/admin/modules": {
             "get": d.operation("List the modules", (200, s.ModuleList, "every module"), (401, 403))
@@ -350,6 +355,58 @@ def module_paths(d: Document) -> dict[str, Any]:
                 body=(s.SetModule, True),
                 params=[name],
             )
+        },
+    }
+
+
+def sweep_paths(d: Document) -> dict[str, Any]:
+    """Carts, price lists, RFQs (admin token or a user key); their moves in time are sweeps on the workers."""
+    create = (400, 401, 403, 404, 409, 413, 415, 422)  # 404/409: MODULE_DISABLED too
+    read = (401, 403, 404, 409)
+    return {
+        "/v1/admin/carts": {
+            "post": d.operation(
+                "Create an open cart", (201, s.CartView, "created"), create, body=(s.CreateCart, True)
+            )
+        },
+        "/v1/admin/carts/{cartId}": {
+            "get": d.operation(
+                "Read a cart", (200, s.CartView, "the cart"), read, params=[uuid_param("cartId")]
+            ),
+            "patch": d.operation(
+                "Replace a cart's items (touches updatedAt; an abandoned cart is open again)",
+                (200, s.CartView, "the cart as changed"),
+                create,
+                body=(s.PatchCart, True),
+                params=[uuid_param("cartId")],
+            ),
+        },
+        "/v1/admin/price-lists": {
+            "post": d.operation(
+                "Create a price list (scheduled, active or expired by its times)",
+                (201, s.PriceListView, "created"),
+                create,
+                body=(s.CreatePriceList, True),
+            )
+        },
+        "/v1/admin/price-lists/{priceListId}": {
+            "get": d.operation(
+                "Read a price list",
+                (200, s.PriceListView, "the price list"),
+                read,
+                params=[uuid_param("priceListId")],
+            )
+        },
+        "/v1/admin/rfqs": {
+            "post": d.operation(
+                "Create a request for quotation (open until expiresAt)",
+                (201, s.RfqView, "created"),
+                create,
+                body=(s.CreateRfq, True),
+            )
+        },
+        "/v1/admin/rfqs/{rfqId}": {
+            "get": d.operation("Read an RFQ", (200, s.RfqView, "the RFQ"), read, params=[uuid_param("rfqId")])
         },
     }
 
@@ -455,7 +512,7 @@ def build() -> dict[str, Any]:
         },
         "/v1/admin/schedules": {
             "get": d.operation(
-                "The periodic syncs: cron (UTC), max wait, last and next run (admin)",
+                "The periodic syncs and sweeps: cron (UTC), max wait, last and next run (admin)",
                 (200, s.ScheduleList, "the schedules"),
                 (401, 403),
             )
@@ -471,6 +528,7 @@ def build() -> dict[str, Any]:
         **catalog_paths(d),
         **webhook_paths(d),
         **module_paths(d),
+        **sweep_paths(d),
         **me_paths(d),
         "/healthz": {"get": d.operation("Liveness", (200, None, "alive"), (), public=True)},
         "/readyz": {
