@@ -43,7 +43,8 @@ def run(settings, sandbox) -> dict[str, float]:
             gh.submit(jt.IMPORT_USER_REPORT, account_id=account, payload=period)
             gh.submit(jt.AUTOBIDDER_SYNC_USER, account_id=account)
         for schedule in schedules({}).values():
-            fan_out(gh, schedule)
+            if schedule.per_account:  # the WB syncs (not the sweeps)
+                fan_out(gh, schedule)
         with gh.engine.connect() as conn:
             while conn.execute(
                 text("SELECT count(*) FROM jobs WHERE state IN ('waiting','active','delayed')")

@@ -35,6 +35,7 @@ from gatehouse.jobs import pool as job_pool
 from gatehouse.modules import ModuleStates
 from gatehouse.search import SearchStore
 from gatehouse.settings import Settings, load_settings
+from gatehouse.sweeps import SweepStore
 from gatehouse.users import Users
 from gatehouse.wb.limits import Limit, client_limits
 from gatehouse.webhooks.slots import EndpointSlots
@@ -63,6 +64,7 @@ class Gatehouse:
     modules: ModuleStates
     webhooks: WebhookStore
     webhook_slots: EndpointSlots
+    sweeps: SweepStore
 
     def submit(
         self, job_type: JobType, *, account_id: uuid.UUID | None, payload: dict[str, Any] | None = None
@@ -162,6 +164,8 @@ def bootstrap(
         # Webhook secrets are encrypted like WB tokens (TOKEN_ENCRYPTION_KEY; unset: refused when needed).
         webhooks=WebhookStore(engine, settings=settings, cipher=lambda: cipher or TokenCipher(settings)),
         webhook_slots=EndpointSlots(redis),
+        # Carts, price lists, RFQs and their sweeps (run by jobs on the workers).
+        sweeps=SweepStore(engine, events=events, modules=modules, settings=settings),
     )
     # The webhooks' outbox: every event becomes deliveries in the transaction that raised it.
     events.subscribe(gatehouse.webhooks.outbox)

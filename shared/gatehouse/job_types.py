@@ -169,3 +169,20 @@ WEBHOOK_DELIVER = register(
 WEBHOOK_REPLAY = register(
     JobType("webhook.replay", queue=WEBHOOK_QUEUE, retry=RetryPolicy.exponential(3, 10_000))
 )
+
+# Sweeps: the time-driven status changes of carts, price lists and RFQs (gatehouse.sweeps). Each is
+# a system-wide scheduled job (no account), one live per type at a time (the jobs table's
+# jobs_one_live_system_job): a tick or a CLI run while one is live gets that one. A sweep commits
+# whole batches, so a retry or a requeued run carries on where the last batch ended; unlike the
+# WB syncs they get a few attempts, since the CLI waits for the job.
+SWEEP_RETRY = RetryPolicy.exponential(attempts=3, base_ms=10_000)
+
+
+def _sweep(name: str, queue: str) -> JobType:
+    return register(JobType(name, queue=queue, tier="scheduled", retry=SWEEP_RETRY))
+
+
+# The queues are the modules' (gatehouse.modules): a module switched off pauses its sweep's consumers.
+CART_ABANDONMENT_SWEEP = _sweep("carts.abandonment-sweep", "carts.sweep")
+PRICE_LIST_STATUS_SWEEP = _sweep("price_lists.status-sweep", "price_lists.sweep")
+RFQ_EXPIRY_SWEEP = _sweep("rfq.expiry-sweep", "rfq.sweep")

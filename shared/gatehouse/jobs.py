@@ -177,6 +177,15 @@ RETURNING {ACCEPTED_COLUMNS}"""
 SQL_LIVE = (
     f"SELECT {ACCEPTED_COLUMNS} FROM jobs WHERE account_id = %(account_id)s AND type = %(type)s AND {_LIVE}"
 )
+# A system job (scheduled, no account: a sweep) is one live per type. NULL account ids never collide
+# in the index above, so these have their own: literally jobs_one_live_system_job's predicate.
+_SYSTEM = f"account_id IS NULL AND tier = 'scheduled' AND {_LIVE}"
+SQL_CREATE_SYSTEM = f"""
+INSERT INTO jobs (id, type, queue, tier, account_id, max_attempts, payload)
+VALUES (%(id)s, %(type)s, %(queue)s, %(tier)s, %(account_id)s, %(max_attempts)s, %(payload)s)
+ON CONFLICT (type) WHERE {_SYSTEM} DO NOTHING
+RETURNING {ACCEPTED_COLUMNS}"""
+SQL_LIVE_SYSTEM = f"SELECT {ACCEPTED_COLUMNS} FROM jobs WHERE type = %(type)s AND {_SYSTEM}"
 SQL_GET = f"SELECT {COLUMNS} FROM jobs WHERE id = %(id)s"
 # The claim. A job type without admission (no gate) is claimed and started in one
 # statement (SQL_CLAIM_AND_START, its running progress a constant); a gated one is
@@ -289,7 +298,9 @@ class JobStore:
         """Insert a waiting job, or return the live job of (account, type).
 
         Returns ``(job, created)``; ``created`` is False when another live job
-        of the same account and type already exists (alreadyRunning).
+        of the same account and type already exists (alreadyRunning). A
+        scheduled job without an account is a system job (a sweep): there is one
+        live job per type, whoever asks.
         """
         params = dict(
             id=uuid.uuid4(),
@@ -300,13 +311,15 @@ class JobStore:
             max_attempts=max_attempts,
             payload=Jsonb(payload or {}),
         )
+        system = account_id is None and tier == "scheduled"
+        create, live = (SQL_CREATE_SYSTEM, SQL_LIVE_SYSTEM) if system else (SQL_CREATE, SQL_LIVE)
         # The live job can finish between the conflicting insert and the read;
         # then the next insert succeeds.
         for _ in range(5):
-            row = self._one(SQL_CREATE, params, Accepted)
+            row = self._one(create, params, Accepted)
             if row is not None:
                 return row, True
-            row = self._one(SQL_LIVE, params, Accepted)
+            row = self._one(live, params, Accepted)
             if row is not None:
                 return row, False
         raise RuntimeError(f"could not create or find a live {type} job for account {account_id}")

@@ -78,6 +78,14 @@ class Job(SQLModel, table=True):
             unique=True,
             postgresql_where=text(f"state IN {LIVE_STATES}"),
         ),
+        # NULL account ids never collide above: a system job (scheduled, no account: a sweep)
+        # is one live per type by this one (gatehouse.jobs, SQL_CREATE_SYSTEM).
+        Index(
+            "jobs_one_live_system_job",
+            "type",
+            unique=True,
+            postgresql_where=text(f"account_id IS NULL AND tier = 'scheduled' AND state IN {LIVE_STATES}"),
+        ),
         Index("jobs_live_by_state", "state", postgresql_where=text(f"state IN {LIVE_STATES}")),
         Index("jobs_by_account", "account_id", "created_at", "id"),
         # Dead-worker recovery asks which workers have running jobs.

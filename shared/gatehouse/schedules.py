@@ -2,7 +2,9 @@
 
 A tick's fan-out enqueues one job per active account through the ordinary
 idempotent creation path (a live job of the type means alreadyRunning, no
-pile-up) and never calls WB. SCHEDULES (JSON) overrides cron, max wait and
+pile-up) and never calls WB. A single-job schedule (``per_account=False``: the
+sweeps) enqueues one system job instead, through the same path (one live per
+type). SCHEDULES (JSON) overrides cron, max wait and
 enabled per schedule. The scheduler writes each schedule's last and next run
 to Redis, so the API can show them without knowing cron.
 """
@@ -27,6 +29,12 @@ class Schedule:
     # Gated types: how long a tick's job may wait for its account's gate; None = the job type's.
     max_wait_ms: int | None = None
     enabled: bool = True
+    # False: each tick is one system job (no account; one live at a time), not one per active account.
+    per_account: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.per_account and self.job_type.gate is not None:
+            raise ValueError(f"{self.name}: a single-job schedule has no account, so no gate to pass")
 
     @property
     def actor(self) -> str:
@@ -53,6 +61,10 @@ DEFAULTS = (
     Schedule("rnp-finance", jt.RNP_FINANCE, "0 3 * * *"),
     Schedule("inventory", jt.INVENTORY_SYNC, "15 * * * *"),
     Schedule("catalog", jt.CATALOG_SYNC, "45 * * * *"),
+    # Single jobs: the sweeps of carts, price lists and RFQs (gatehouse.sweeps).
+    Schedule("cart-abandonment", jt.CART_ABANDONMENT_SWEEP, "0 * * * *", per_account=False),
+    Schedule("price-list-status", jt.PRICE_LIST_STATUS_SWEEP, "*/5 * * * *", per_account=False),
+    Schedule("rfq-expiry", jt.RFQ_EXPIRY_SWEEP, "*/5 * * * *", per_account=False),
 )
 
 

@@ -134,6 +134,11 @@ class Settings(BaseSettings):
     # each batch one transaction with its audit rows and counters.
     bulk_sync_threshold: int = 50
     bulk_batch_size: int = 500
+    # Sweeps (gatehouse.sweeps: jobs on the workers, never timers in a request process): an
+    # open cart untouched for this long is abandoned by the cart abandonment sweep (24 h).
+    cart_abandon_after_ms: int = 86_400_000
+    # Rows per batch of every sweep; each batch (its flips, audit rows and events) is one transaction.
+    sweep_batch_size: int = 500
 
     @field_validator("backend_role", mode="before")
     @classmethod

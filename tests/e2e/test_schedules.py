@@ -8,6 +8,7 @@ import uuid
 import httpx
 import pytest
 
+from gatehouse.schedules import DEFAULTS
 from tests.conftest import ADMIN_TOKEN
 from tests.support.processes import wait_until
 from tests.support.wb_sandbox import quiet_schedules, running_sandbox, scaled_limits
@@ -16,9 +17,9 @@ ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 ONLY_ADS_EVERY_MINUTE = json.dumps(
     {
         "rnp-ads": {"cron": "* * * * *"},
-        **{n: {"enabled": False} for n in ("digitization-incremental", "digitization-backfill", "rnp-finance", "inventory", "catalog")},
+        **{s.name: {"enabled": False} for s in DEFAULTS if s.name != "rnp-ads"},
     }
-)  # fmt: skip
+)
 
 
 @pytest.fixture
@@ -103,12 +104,16 @@ def test_admin_lists_schedules_and_fires_a_tick_through_the_same_fan_out(process
         "rnp-finance",
         "inventory",
         "catalog",
+        "cart-abandonment",
+        "price-list-status",
+        "rfq-expiry",
     }
     assert by_name["rnp-ads"] == {
         **by_name["rnp-ads"],
         "jobType": "rnp:ads-sync-account",
         "cron": "0 0 1 1 *",
         "maxWaitMs": 300_000,
+        "perAccount": True,
         "enabled": True,
     }
     assert by_name["inventory"]["maxWaitMs"] is None  # other WB buckets: not gated

@@ -6,13 +6,22 @@ import uuid
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StringConstraints, WithJsonSchema
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StringConstraints,
+    WithJsonSchema,
+)
 from pydantic_core import PydanticCustomError
 
 from gatehouse.catalog import rules as catalog
 from gatehouse.errors import ValidationFailed
 from gatehouse.models import STATES
 from gatehouse.progress import PHASES
+from gatehouse.sweeps import rules as sweeps
 from gatehouse.users import EMAIL_MAX, EMAIL_PATTERN
 from gatehouse.users import NAME_MAX as USER_NAME_MAX
 from gatehouse.webhooks import store as webhooks_store
@@ -112,6 +121,7 @@ class ScheduleView(Reply):
     jobType: str
     cron: str = Field(description="minute hour day month weekday, in UTC")
     maxWaitMs: int | None = Field(description="how long a job of the tick may wait for its account's gate")
+    perAccount: bool = Field(description="true: a tick is a job per active account; false: one job (a sweep)")
     enabled: bool
     lastRun: datetime | None
     nextRun: datetime | None
@@ -484,3 +494,75 @@ class ModuleList(Reply):
 class SetModule(Body):
     enabled: bool = None
     installed: bool = None
+
+
+# -- B2B: carts, price lists, RFQs (their moves in time are sweeps, jobs on the workers) ------
+
+CustomerRef = Annotated[str, StringConstraints(max_length=sweeps.CUSTOMER_REF_MAX, pattern=NON_BLANK)]
+
+
+class CartItem(Body):
+    sku: Sku
+    quantity: Annotated[int, Field(ge=1, le=sweeps.QUANTITY_MAX)]
+
+
+CartItems = Annotated[list[CartItem], Field(max_length=sweeps.ITEMS_MAX, description="each sku at most once")]
+
+
+class CreateCart(Body):
+    customerRef: CustomerRef
+    items: CartItems = Field(default_factory=list)
+
+
+class PatchCart(Body):
+    """The cart's new items; it touches the cart (``updatedAt``), and an abandoned cart is open again."""
+
+    items: CartItems
+
+
+class CartItemView(Reply):
+    sku: str
+    quantity: int
+
+
+class CartView(Reply):
+    cartId: uuid.UUID
+    customerRef: str
+    status: Literal[sweeps.CART_STATUSES]  # type: ignore[valid-type]
+    items: list[CartItemView]
+    createdAt: datetime
+    updatedAt: datetime = Field(description="the last change; an open cart untouched for a day is abandoned")
+
+
+class CreatePriceList(Body):
+    name: Annotated[str, StringConstraints(max_length=sweeps.NAME_MAX, pattern=NON_BLANK)]
+    validFrom: AwareDatetime
+    validTo: AwareDatetime = Field(description="after validFrom")
+
+
+class PriceListView(Reply):
+    priceListId: uuid.UUID
+    name: str
+    status: Literal[sweeps.PRICE_LIST_STATUSES] = Field(  # type: ignore[valid-type]
+        description="scheduled before validFrom, active until validTo, then expired"
+    )
+    validFrom: datetime
+    validTo: datetime
+    createdAt: datetime
+    updatedAt: datetime
+
+
+class CreateRfq(Body):
+    customerRef: CustomerRef
+    expiresAt: AwareDatetime
+
+
+class RfqView(Reply):
+    rfqId: uuid.UUID
+    customerRef: str
+    status: Literal[sweeps.RFQ_STATUSES] = Field(  # type: ignore[valid-type]
+        description="open or quoted until expiresAt, then expired"
+    )
+    expiresAt: datetime
+    createdAt: datetime
+    updatedAt: datetime

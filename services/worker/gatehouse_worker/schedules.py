@@ -2,8 +2,9 @@
 
 Each schedule's tick is a fan-out orchestrator: it creates one job of its type
 per active account through the ordinary idempotent path and never calls WB or
-takes a gate. A disabled schedule keeps its actor (an admin may still run it)
-but gets no cron.
+takes a gate. A single-job schedule's tick (a sweep) creates one system job the
+same way; the job does the work. A tick of a module that is off creates nothing.
+A disabled schedule keeps its actor (an admin may still run it) but gets no cron.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from periodiq import cron
 
 from gatehouse import metrics
 from gatehouse.composition import Gatehouse
+from gatehouse.modules import module_of_queue
 from gatehouse.reconcile import reconcile
 from gatehouse.schedules import FANOUT_QUEUE, Schedule, record_run, schedules
 
@@ -24,10 +26,15 @@ MAINTENANCE_QUEUE = "maintenance"
 
 
 def fan_out(gh: Gatehouse, schedule: Schedule) -> tuple[int, int]:
-    """One job per active account; returns (created, already running)."""
+    """One job per active account (a single-job schedule: one job); returns (created, already running)."""
     payload = schedule.payload()
     created = running = 0
-    for account_id in gh.accounts.active_ids():
+    module = module_of_queue(schedule.job_type.queue)
+    if module is not None and not gh.modules.state(module.name, fresh=True).on:
+        record_run(gh.redis, schedule.name, datetime.now(UTC))
+        log.info("%s: module %s is off; nothing created", schedule.name, module.name)
+        return created, running
+    for account_id in gh.accounts.active_ids() if schedule.per_account else [None]:
         _, new = gh.submit(schedule.job_type, account_id=account_id, payload=payload)
         created, running = created + new, running + (not new)
     record_run(gh.redis, schedule.name, datetime.now(UTC))

@@ -11,6 +11,7 @@ import gatehouse.models
 import gatehouse.modules
 import gatehouse.notifications.tables
 import gatehouse.search.tables
+import gatehouse.sweeps.tables
 import gatehouse.users
 import gatehouse.wb.tables
 import gatehouse.webhooks.tables  # noqa: F401

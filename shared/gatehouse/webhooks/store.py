@@ -42,11 +42,15 @@ from gatehouse.webhooks.tables import (
 
 # The event types an endpoint may subscribe to (gatehouse.events publishers).
 EVENT_TYPES = (
+    "carts.cart.abandoned",
     "catalog.bulk_operation.completed",
     "catalog.bulk_operation.failed",
     "catalog.product.updated",
     "catalog.search_reindex.completed",
     "catalog.search_reindex.failed",
+    "price_lists.price_list.activated",
+    "price_lists.price_list.expired",
+    "rfq.rfq.expired",
     "wb.job.completed",
     "wb.job.failed",
     "webhook.test",

@@ -37,7 +37,7 @@ class AccountGate:
 
 
 class Schedules:
-    """The periodic syncs with their cron (UTC), max wait, last and next run."""
+    """The periodic syncs and sweeps with their cron (UTC), max wait, last and next run."""
 
     def __init__(self, gh: Gatehouse) -> None:
         self.gh = gh
@@ -53,6 +53,7 @@ class Schedules:
                     jobType=s.job_type.name,
                     cron=s.cron,
                     maxWaitMs=s.max_wait,
+                    perAccount=s.per_account,
                     enabled=s.enabled,
                     lastRun=last,
                     nextRun=next_ if s.enabled else None,

@@ -1,5 +1,13 @@
 """Job bodies, one module per domain. Importing this package registers them."""
 
-from gatehouse_worker.jobs import autobidder, catalog, digitization, notifications, scheduled, webhooks
+from gatehouse_worker.jobs import (
+    autobidder,
+    catalog,
+    digitization,
+    notifications,
+    scheduled,
+    sweeps,
+    webhooks,
+)
 
-__all__ = ["autobidder", "catalog", "digitization", "notifications", "scheduled", "webhooks"]
+__all__ = ["autobidder", "catalog", "digitization", "notifications", "scheduled", "sweeps", "webhooks"]
