@@ -101,16 +101,22 @@ class LeaseKeeper:
     def _loop(self) -> None:
         now = time.monotonic()
         rows_due = gates_due = now
-        while not self._stop.wait(self.s.worker_heartbeat_ms / 1000):
+        # Wake for the most frequent of the three beats: a gate heartbeat shorter than the
+        # liveness beat must not wait for it (its lease would run out between renewals).
+        tick_ms = min(self.s.worker_heartbeat_ms, self.s.job_heartbeat_ms, self.s.gate_heartbeat_ms)
+        liveness_due = now
+        while not self._stop.wait(tick_ms / 1000):
             now = time.monotonic()
-            self._step("heartbeat", lambda: self.liveness.beat(self.worker))
+            if now >= liveness_due:
+                liveness_due = now + self.s.worker_heartbeat_ms / 1000
+                self._step("heartbeat", lambda: self.liveness.beat(self.worker))
+                self._step("dead-worker recovery", self.recover)
             if now >= rows_due:
                 rows_due = now + self.s.job_heartbeat_ms / 1000
                 self._step("row lease renewal", self.renew_rows)
             if now >= gates_due:
                 gates_due = now + self.s.gate_heartbeat_ms / 1000
                 self._step("gate lease renewal", self.renew_gates)
-            self._step("dead-worker recovery", self.recover)
 
     def _step(self, what: str, step) -> None:
         try:
