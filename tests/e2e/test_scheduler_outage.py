@@ -165,8 +165,11 @@ def test_a_scheduler_started_while_redis_is_down_waits_and_then_works(processes,
         timeout=20,
         what="next runs and a reconcile tick after Redis came up",
     )
+    # … and says so (it logs once both are sent, so the line may follow them by a moment)
+    wait_until(
+        alive_and(scheduler, lambda: "Redis answers again" in scheduler.log()), timeout=5, what="the log line"
+    )
     log = scheduler.log()
-    assert "Redis answers again" in log
     assert log.count("Redis does not answer") == 1  # one warning, not one per try
     assert "Traceback" not in log
 
