@@ -36,9 +36,8 @@ from dramatiq.rate_limits.backends import RedisBackend
 from redis import Redis
 
 from bench.gate_jobs import CONTENDED, GATED, HOLDER, JOB_S, JOBS_PER_ACCOUNT, UNGATED, WAITER, mark_key
-from bench.support import bench_settings, percentile, running_worker, worker_processes
+from bench.support import bench_settings, percentile, running_worker, send_pipelined, worker_processes
 from gatehouse.composition import Gatehouse, bootstrap
-from gatehouse.dispatch import Dispatcher
 from gatehouse.job_types import JobType
 
 PROCESSES, THREADS = 2, 4
@@ -111,23 +110,7 @@ def throughput(gh: Gatehouse, rows: Rows, job_type: JobType, ids: list[uuid.UUID
             max_attempts=job_type.retry.attempts,
         )
         deliveries.append(gh.jobs.delivery_of(job))
-    # Every message in one pipeline: the broker's dispatch script, queued client-side (no consumer
-    # sees any of them yet), then one round trip, so the producer is no part of what is timed.
-    gh.broker.flush(job_type.queue)  # empty anyway; also caches what the broker reads from Redis once
-    pipe = gh.redis.pipeline(transaction=False)
-    s = gh.settings
-    queued = RedisBroker(
-        client=pipe,
-        namespace=s.broker_namespace,
-        heartbeat_timeout=s.broker_heartbeat_timeout_ms,
-        maintenance_chance=s.broker_maintenance_chance,
-        middleware=[],
-    )
-    dispatcher = Dispatcher(queued)
-    for delivery in deliveries:
-        dispatcher.send(delivery)
-    start = time.time()
-    pipe.execute()
+    start = send_pipelined(gh, job_type.queue, deliveries)
     sent = time.time() - start
     rows.wait_settled()
     states = rows.states()

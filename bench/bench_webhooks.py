@@ -48,11 +48,9 @@ from datetime import UTC, datetime
 import httpx
 import psutil
 import psycopg
-from dramatiq.brokers.redis import RedisBroker
 
-from bench.support import REPO, bench_settings, percentile, process_env, worker_processes
+from bench.support import REPO, bench_settings, percentile, process_env, send_pipelined, worker_processes
 from gatehouse.composition import Gatehouse, bootstrap
-from gatehouse.dispatch import Dispatcher
 from gatehouse.events import Event, on_connection
 from gatehouse.job_types import WEBHOOK_DELIVER
 from gatehouse.webhooks import signing
@@ -283,25 +281,6 @@ class Bench:
             "WHERE datname = current_database()"
         ).fetchone()
 
-    def send_all(self, deliveries: list) -> float:
-        """Every job message in one Redis pipeline, one round trip (as bench_gate): returns its start."""
-        s, gh = self.gh.settings, self.gh
-        gh.broker.flush(WEBHOOK_DELIVER.queue)
-        pipe = gh.redis.pipeline(transaction=False)
-        queued = RedisBroker(
-            client=pipe,
-            namespace=s.broker_namespace,
-            heartbeat_timeout=s.broker_heartbeat_timeout_ms,
-            maintenance_chance=s.broker_maintenance_chance,
-            middleware=[],
-        )
-        dispatcher = Dispatcher(queued)
-        for delivery in deliveries:
-            dispatcher.send(delivery)
-        start = time.time()
-        pipe.execute()
-        return start
-
     def wait_delivered(self, n: int, timeout_s: float = 300) -> int:
         """Poll until n deliveries are delivered; returns how many polls it took."""
         deadline, polls = time.monotonic() + timeout_s, 0
@@ -331,7 +310,7 @@ class Bench:
         self.reset()
         deliveries, publish_s = self.publish(n)
         received, stats, before = self.received(), self.pg_stats(), cpu.snapshot()
-        start = self.send_all(deliveries)
+        start = send_pipelined(self.gh, WEBHOOK_DELIVER.queue, deliveries)  # one round trip, as bench_gate
         polls = self.wait_delivered(n)
         after = cpu.snapshot()
         self.wait_jobs_settled()
