@@ -256,6 +256,21 @@ PATCH_BATCH = text(
 )
 
 
+def _advance(conn: Connection, op_id: uuid.UUID, n: int, failures: list[dict[str, Any]]) -> OperationRecord:
+    """Move the cursor and counters past a batch of ``n`` (``failures`` among them); the batch's last step."""
+    row = conn.execute(
+        ADVANCE,
+        {
+            "id": op_id,
+            "n": n,
+            "ok": n - len(failures),
+            "bad": len(failures),
+            "failures": json.dumps(failures),
+        },
+    ).one()
+    return OperationRecord(*row)
+
+
 INSERT_REINDEX = text(
     f"""
     INSERT INTO catalog_bulk_operations (id, type, requester, request, product_ids, total)
@@ -494,18 +509,7 @@ class BulkStore:
                     },
                 ),
             )
-        return OperationRecord(
-            *conn.execute(
-                ADVANCE,
-                {
-                    "id": op_id,
-                    "n": len(batch),
-                    "ok": len(batch) - len(failures),
-                    "bad": len(failures),
-                    "failures": json.dumps(failures),
-                },
-            ).one()
-        ), sent
+        return _advance(conn, op_id, len(batch), failures), sent
 
     def _reindex_batch(self, conn: Connection, op_id: uuid.UUID, size: int) -> OperationRecord | None:
         """The next products' documents into the shadow; the last batch swaps the shadow in."""
@@ -517,18 +521,7 @@ class BulkStore:
         failures = [{"productId": str(i), "reason": "product not found"} for i in batch if i not in built]
         if cursor + len(batch) >= total:
             documents.swap(conn)
-        return OperationRecord(
-            *conn.execute(
-                ADVANCE,
-                {
-                    "id": op_id,
-                    "n": len(batch),
-                    "ok": len(batch) - len(failures),
-                    "bad": len(failures),
-                    "failures": json.dumps(failures),
-                },
-            ).one()
-        )
+        return _advance(conn, op_id, len(batch), failures)
 
     def fail(self, op_id: uuid.UUID, error: dict[str, Any]) -> list[Delivery]:
         """The operation cannot go on (its job ran out of attempts): its event, its requester told.
