@@ -254,6 +254,15 @@ class Settings(BaseSettings):
     # more wait for a slot without spending an attempt, so a slow endpoint holds few threads.
     webhook_max_per_endpoint: int = 4
 
+    # The operations console (/console, served by the API). Its session cookie is
+    # signed with CONSOLE_SECRET, or, unset, with a key derived from ADMIN_TOKEN
+    # (every API replica derives the same one; changing the token ends every session).
+    console_secret: SecretStr | None = None
+    # A console login lasts this long; then the operator signs in again.
+    console_session_ms: int = 28_800_000
+    # Live numbers on console pages refresh this often.
+    console_refresh_ms: int = 3_000
+
 
 def load_settings(**overrides: object) -> Settings:
     """Settings from the environment, with overrides (tests, embedded run).

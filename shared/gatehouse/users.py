@@ -145,3 +145,20 @@ class Users:
         if row is None or not hmac.compare_digest(row[0], _sha256(secret)):
             return None
         return UserRecord(*row[1:])
+
+    def key_owner(self, key_id: str) -> UserRecord | None:
+        """The user of key ``key_id`` while the key exists (a console session ends with its key)."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                text(
+                    f"SELECT {', '.join('u.' + c for c in COLUMNS.split(', '))} FROM user_api_keys k "
+                    "JOIN users u ON u.id = k.user_id WHERE k.id = :id"
+                ),
+                {"id": key_id},
+            ).one_or_none()
+        return None if row is None else UserRecord(*row)
+
+    @staticmethod
+    def key_id(token: str) -> str | None:
+        """The id part of a ``ghu_<id>_<secret>`` key."""
+        return token[len(USER_KEY_PREFIX) :].partition("_")[0] if token.startswith(USER_KEY_PREFIX) else None

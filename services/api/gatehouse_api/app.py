@@ -10,7 +10,7 @@ from dramatiq import Worker
 
 from gatehouse.composition import Gatehouse, bootstrap
 from gatehouse.settings import Settings, load_settings
-from gatehouse_api import errors
+from gatehouse_api import console, errors
 from gatehouse_api.auth import Authenticate
 from gatehouse_api.methods import UnknownMethods, with_head
 from gatehouse_api.openapi import OpenApi
@@ -33,8 +33,18 @@ log = logging.getLogger(__name__)
 
 
 def create_app(gh: Gatehouse) -> falcon.App:
-    app = falcon.App(middleware=[Authenticate(gh.accounts), modules.ModuleRoutes(gh), UnknownMethods()])
+    # The console signs in with a cookie (its own guard); everything else with a bearer token.
+    ops, console_routes = console.build(gh)
+    app = falcon.App(
+        middleware=[
+            console.ConsoleGuard(ops),
+            Authenticate(gh.accounts),
+            modules.ModuleRoutes(gh),
+            UnknownMethods(),
+        ]
+    )
     errors.install(app)
+    console.install_errors(app, ops)
     routes = {
         "/healthz": Health(),
         "/readyz": Ready(gh),
@@ -80,7 +90,7 @@ def create_app(gh: Gatehouse) -> falcon.App:
         "/v1/me/notifications": notifications.MyNotifications(gh),
         "/v1/me/notifications/{notification_id:uuid}/read": notifications.MyNotificationRead(gh),
     }
-    for path, resource in routes.items():
+    for path, resource in {**routes, **console_routes}.items():
         app.add_route(path, with_head(resource))
     return app
 

@@ -1,0 +1,27 @@
+"""The operations console: server-rendered pages under /console, served by gatehouse-api.
+
+``build`` gives the app the console and its paths; the app adds ``ConsoleGuard``
+to its middleware and ``install_errors`` for the HTML error pages. Each page module holds its pages and the form actions that are twins of
+JSON API calls.
+"""
+
+from __future__ import annotations
+
+from gatehouse.composition import Gatehouse
+from gatehouse_api.console import modules, signin
+from gatehouse_api.console.web import PREFIX, Console, ConsoleGuard, install_errors
+
+
+def build(gh: Gatehouse) -> tuple[Console, dict[str, object]]:
+    console = Console(gh)
+    pages = {
+        "/login": signin.Login(console),
+        "/logout": signin.Logout(console),
+        "/static/{name}": signin.Static(console),
+        "/modules": modules.Modules(console),
+        "/modules/{name}": modules.SetModule(console),
+    }
+    return console, {f"{PREFIX}{path}": page for path, page in pages.items()}
+
+
+__all__ = ["ConsoleGuard", "build", "install_errors"]
