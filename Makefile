@@ -5,7 +5,7 @@ ifeq ($(UV),)
 $(error no uv to run (see dev/ensure-uv's message above); install it: https://docs.astral.sh/uv/)
 endif
 
-.PHONY: install run test lint format bench migrate
+.PHONY: install run test lint format bench migrate screenshots
 
 install:
 	$(UV) sync --locked
@@ -29,3 +29,11 @@ bench: install
 
 migrate: install
 	$(UV) run --locked gatehouse-migrate
+
+# The README's console pictures, taken by the browser tests (tests/e2e/console) on real processes.
+screenshots: install
+	rm -rf var/screenshots
+	GATEHOUSE_TEST_OUTPUT=var/screenshots $(UV) run --locked pytest -q tests/e2e/console
+	mkdir -p docs
+	cp var/screenshots/console/overview.png docs/console-overview.png
+	cp var/screenshots/console/account-gate.png docs/console-gate.png
