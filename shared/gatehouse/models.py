@@ -90,6 +90,10 @@ class Job(SQLModel, table=True):
         Index("jobs_by_account", "account_id", "created_at", "id"),
         # Dead-worker recovery asks which workers have running jobs.
         Index("jobs_active_by_worker", "worker", postgresql_where=text("state = 'active'")),
+        # The jobs list (GET /v1/admin/jobs, the console), newest first, whatever it is filtered by.
+        Index("jobs_newest", text("created_at DESC"), text("id DESC")),
+        # Failed in the last 24 h (the console's overview): finished_at of failed rows only.
+        Index("jobs_failed_by_finished", "finished_at", postgresql_where=text("state = 'failed'")),
     )
 
     id: uuid.UUID = Field(default_factory=uuid.uuid4, primary_key=True)
