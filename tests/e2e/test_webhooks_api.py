@@ -25,7 +25,7 @@ PUBLIC = "https://93.184.216.34/hook"  # a literal public IP: parsed, never reso
 ENDPOINT_FIELDS = {"endpointId", "url", "description", "eventTypes", "enabled", "disabledReason", "createdAt", "updatedAt"}  # fmt: skip
 DELIVERY_FIELDS = {
     "deliveryId", "webhookId", "endpointId", "eventType", "status", "attemptCount", "nextAttemptAt",
-    "createdAt", "deliveredAt",
+    "createdAt", "deliveredAt", "jobId",
 }  # fmt: skip
 
 

@@ -235,6 +235,14 @@ def catalog_paths(d: Document) -> dict[str, Any]:
                 params=[uuid_param("operationId")],
             )
         },
+        "/v1/admin/catalog/bulk-operations/{operationId}/failures": {
+            "get": d.operation(
+                "Page through a bulk operation's failed items (the first 1,000) with each product's SKU and name",
+                (200, s.BulkFailurePage, "a page of failed items, in the order they failed"),
+                (401, 403, 404, 422),
+                params=page_params(uuid_param("operationId")),
+            )
+        },
     }
 
 
@@ -252,6 +260,13 @@ def webhook_paths(d: Document) -> dict[str, Any]:
                 body=(s.CreateEndpoint, True),
             ),
             "get": d.operation("List endpoints", (200, s.EndpointList, "every endpoint"), (401, 403)),
+        },
+        "/v1/admin/webhooks/delivery-counts": {
+            "get": d.operation(
+                "Count each endpoint's deliveries by status",
+                (200, s.DeliveryCountList, "one entry per endpoint, every status (zeros too)"),
+                (401, 403),
+            )
         },
         "/v1/admin/webhooks/endpoints/{endpointId}": {
             "get": d.operation(

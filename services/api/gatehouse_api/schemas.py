@@ -350,11 +350,27 @@ class BulkOperationView(Reply):
     startedAt: datetime | None
     finishedAt: datetime | None
     error: dict[str, Any] | None
+    request: dict[str, Any] = Field(
+        description="what it applies: the patch and the filter as sent (listed productIds are counted in total)"
+    )
     links: dict[str, str]
 
 
 class BulkOperationPage(Reply):
     items: list[BulkOperationView]
+    nextCursor: str | None
+
+
+class BulkFailure(Reply):
+    position: int = Field(description="1-based, in the order the batches met them")
+    productId: str
+    sku: str | None = Field(description="null: the product does not exist (any more)")
+    name: str | None
+    reason: str
+
+
+class BulkFailurePage(Reply):
+    items: list[BulkFailure]
     nextCursor: str | None
 
 
@@ -463,6 +479,9 @@ class DeliveryView(Reply):
     nextAttemptAt: datetime | None
     createdAt: datetime
     deliveredAt: datetime | None
+    jobId: uuid.UUID | None = Field(
+        description="the job of its current series of attempts (GET /v1/jobs/{jobId})"
+    )
 
 
 class DeliveryDetail(DeliveryView):
@@ -473,6 +492,21 @@ class DeliveryDetail(DeliveryView):
 class DeliveryPage(Reply):
     items: list[DeliveryView]
     nextCursor: str | None
+
+
+class DeliveryCounts(Reply):
+    """One endpoint's deliveries by status."""
+
+    endpointId: uuid.UUID
+    pending: int
+    delivering: int
+    failed: int
+    delivered: int
+    dead: int
+
+
+class DeliveryCountList(Reply):
+    items: list[DeliveryCounts]
 
 
 # -- modules ---------------------------------------------------------------------------

@@ -124,6 +124,31 @@ COLUMNS = ", ".join(f.name for f in fields(OperationRecord))
 
 
 @dataclass(frozen=True)
+class FailureRecord:
+    """One failed item of an operation, with the product's SKU and name when it still exists."""
+
+    position: int  # 1-based, in the order the batches met them: the page cursor
+    product_id: str
+    reason: str
+    sku: str | None
+    name: str | None
+
+
+# An operation's kept failed items (at most FAILED_ITEMS_KEPT) from a position on, each with its
+# product (gone or never there: NULLs). The array is bounded, so unnesting it is cheap.
+FAILURES = text(
+    """
+    SELECT f.n, f.item->>'productId', coalesce(f.item->>'reason', ''), p.sku, p.name
+    FROM catalog_bulk_operations AS o
+    CROSS JOIN LATERAL jsonb_array_elements(o.failed_items) WITH ORDINALITY AS f(item, n)
+    LEFT JOIN products AS p ON p.id = CAST(f.item->>'productId' AS uuid)
+    WHERE o.id = :id AND f.n > :after
+    ORDER BY f.n LIMIT :limit
+    """
+)
+
+
+@dataclass(frozen=True)
 class Selection:
     """Exactly one of: the listed product ids, or a filter over the catalog."""
 
@@ -546,6 +571,20 @@ class BulkStore:
         if row is None:
             raise NotFound(f"bulk operation {op_id} not found")
         return OperationRecord(*row)
+
+    def failures(self, op_id: uuid.UUID, *, limit: int = 50, after: int = 0) -> list[FailureRecord]:
+        """The operation's failed items after position ``after``, in order, with their products' SKU and name."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(FAILURES, {"id": op_id, "after": after, "limit": limit}).all()
+            known = (
+                rows
+                or conn.execute(
+                    text("SELECT 1 FROM catalog_bulk_operations WHERE id = :id"), {"id": op_id}
+                ).first()
+            )
+            if not known:
+                raise NotFound(f"bulk operation {op_id} not found")
+        return [FailureRecord(*row) for row in rows]
 
     def list(
         self,

@@ -35,6 +35,7 @@ from gatehouse.webhooks.tables import (
     DELIVERY_SELECT,
     ENDPOINT_COLUMNS,
     REPLAYABLE,
+    STATUSES,
     AttemptRecord,
     DeliveryRecord,
     EndpointRecord,
@@ -377,6 +378,21 @@ class WebhookStore:
         with self.engine.connect() as conn:
             rows = on_connection(conn)(sql, {**params, **page})
         return [DeliveryRecord(*row) for row in rows]
+
+    def delivery_counts(self) -> dict[uuid.UUID, dict[str, int]]:
+        """Each endpoint's deliveries by status (every status, zeros too), in one grouped query."""
+        with self.engine.connect() as conn:
+            rows = on_connection(conn)(
+                "SELECT e.id, d.status, count(d.id) FROM webhook_endpoints AS e "
+                "LEFT JOIN webhook_deliveries AS d ON d.endpoint_id = e.id GROUP BY e.id, d.status",
+                {},
+            )
+        counts: dict[uuid.UUID, dict[str, int]] = {}
+        for endpoint_id, status, n in rows:
+            by_status = counts.setdefault(endpoint_id, dict.fromkeys(STATUSES, 0))
+            if status is not None:
+                by_status[status] = n
+        return counts
 
     def replay(self, delivery_id: uuid.UUID) -> list[Delivery]:
         """A dead or delivered message again: same ``webhook-id``, a new series of attempts."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from gatehouse.composition import Gatehouse
 from gatehouse_api.console import modules, signin
+from gatehouse_api.console import bulk as bulk_pages
+from gatehouse_api.console import webhooks as webhook_pages
 from gatehouse_api.console.web import PREFIX, Console, ConsoleGuard, install_errors
 
 
@@ -20,6 +22,16 @@ def build(gh: Gatehouse) -> tuple[Console, dict[str, object]]:
         "/static/{name}": signin.Static(console),
         "/modules": modules.Modules(console),
         "/modules/{name}": modules.SetModule(console),
+        "/bulk-operations": bulk_pages.BulkOperations(console),
+        "/bulk-operations/{operation_id:uuid}": bulk_pages.BulkOperation(console),
+        "/webhooks/endpoints": webhook_pages.Endpoints(console),
+        "/webhooks/endpoints/{endpoint_id:uuid}/enabled": webhook_pages.SetEnabled(console),
+        "/webhooks/endpoints/{endpoint_id:uuid}/rotate-secret": webhook_pages.RotateSecret(console),
+        "/webhooks/endpoints/{endpoint_id:uuid}/test": webhook_pages.SendTest(console),
+        "/webhooks/endpoints/{endpoint_id:uuid}/replay": webhook_pages.ReplayEndpoint(console),
+        "/webhooks/deliveries": webhook_pages.Deliveries(console),
+        "/webhooks/deliveries/{delivery_id:uuid}": webhook_pages.Delivery(console),
+        "/webhooks/deliveries/{delivery_id:uuid}/replay": webhook_pages.ReplayDelivery(console),
     }
     return console, {f"{PREFIX}{path}": page for path, page in pages.items()}
 

@@ -6,13 +6,27 @@ import uuid
 
 import falcon
 
-from gatehouse.catalog.bulk import STATUSES, TYPES, OperationRecord, Selection, patch_from_json
+from gatehouse.catalog.bulk import (
+    STATUSES,
+    TYPES,
+    FailureRecord,
+    OperationRecord,
+    Selection,
+    patch_from_json,
+)
 from gatehouse.composition import Gatehouse
 from gatehouse.errors import ValidationFailed
 from gatehouse_api.auth import principal, require_admin
 from gatehouse_api.body import read_json
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit
-from gatehouse_api.schemas import BulkCounters, BulkOperationPage, BulkOperationView, CreateBulkOperation
+from gatehouse_api.schemas import (
+    BulkCounters,
+    BulkFailure,
+    BulkFailurePage,
+    BulkOperationPage,
+    BulkOperationView,
+    CreateBulkOperation,
+)
 
 
 def operation_view(op: OperationRecord) -> dict:
@@ -29,7 +43,44 @@ def operation_view(op: OperationRecord) -> dict:
         startedAt=op.started_at,
         finishedAt=op.finished_at,
         error=op.error,
-        links={"self": f"/v1/admin/catalog/bulk-operations/{op.id}"},
+        request=op.request,
+        links={
+            "self": f"/v1/admin/catalog/bulk-operations/{op.id}",
+            "failures": f"/v1/admin/catalog/bulk-operations/{op.id}/failures",
+        },
+    ).model_dump(mode="json")
+
+
+def operation_page(
+    gh: Gatehouse, *, status: str | None, type: str | None, limit: int, cursor: str | None
+) -> dict:
+    """A page of operations, newest first (the JSON list and the console's Bulk actions)."""
+    ops = gh.bulk.list(
+        status=choice(status, "status", STATUSES),
+        type=choice(type, "type", TYPES),
+        limit=limit + 1,
+        before=decode_cursor(cursor) if cursor else None,
+    )
+    page, more = ops[:limit], len(ops) > limit
+    return BulkOperationPage(
+        items=[operation_view(o) for o in page], nextCursor=encode_cursor(page[-1]) if more else None
+    ).model_dump(mode="json")
+
+
+def failure_view(f: FailureRecord) -> dict:
+    return BulkFailure(
+        position=f.position, productId=f.product_id, sku=f.sku, name=f.name, reason=f.reason
+    ).model_dump(mode="json")
+
+
+def failure_page(gh: Gatehouse, op_id: uuid.UUID, *, limit: int, cursor: str | None) -> dict:
+    """A page of an operation's failed items with their products (the cursor is the last position)."""
+    if cursor is not None and not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 6):
+        raise ValidationFailed("cursor is not a cursor returned by this endpoint", field="cursor")
+    found = gh.bulk.failures(op_id, limit=limit + 1, after=int(cursor or 0))
+    page, more = found[:limit], len(found) > limit
+    return BulkFailurePage(
+        items=[failure_view(f) for f in page], nextCursor=str(page[-1].position) if more else None
     ).model_dump(mode="json")
 
 
@@ -66,17 +117,13 @@ class BulkOperations:
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
-        status = choice(req.get_param("status"), "status", STATUSES)
-        op_type = choice(req.get_param("type"), "type", TYPES)
-        limit = page_limit(req.get_param("limit"))
-        cursor = req.get_param("cursor")
-        ops = self.gh.bulk.list(
-            status=status, type=op_type, limit=limit + 1, before=decode_cursor(cursor) if cursor else None
+        resp.media = operation_page(
+            self.gh,
+            status=req.get_param("status"),
+            type=req.get_param("type"),
+            limit=page_limit(req.get_param("limit")),
+            cursor=req.get_param("cursor"),
         )
-        page, more = ops[:limit], len(ops) > limit
-        resp.media = BulkOperationPage(
-            items=[operation_view(o) for o in page], nextCursor=encode_cursor(page[-1]) if more else None
-        ).model_dump(mode="json")
 
 
 class BulkOperation:
@@ -86,3 +133,14 @@ class BulkOperation:
     def on_get(self, req: falcon.Request, resp: falcon.Response, operation_id: uuid.UUID) -> None:
         require_admin(req)
         resp.media = operation_view(self.gh.bulk.get(operation_id))
+
+
+class BulkFailures:
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, operation_id: uuid.UUID) -> None:
+        require_admin(req)
+        resp.media = failure_page(
+            self.gh, operation_id, limit=page_limit(req.get_param("limit")), cursor=req.get_param("cursor")
+        )

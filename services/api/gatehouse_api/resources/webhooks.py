@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 
 import falcon
 
@@ -17,6 +18,8 @@ from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limi
 from gatehouse_api.schemas import (
     AttemptView,
     CreateEndpoint,
+    DeliveryCountList,
+    DeliveryCounts,
     DeliveryDetail,
     DeliveryPage,
     DeliveryView,
@@ -54,6 +57,7 @@ def delivery_fields(d: DeliveryRecord) -> dict:
         nextAttemptAt=d.next_attempt_at,
         createdAt=d.created_at,
         deliveredAt=d.delivered_at,
+        jobId=d.job_id,
     )
 
 
@@ -66,6 +70,79 @@ def attempt_view(a: AttemptRecord) -> AttemptView:
         durationMs=a.duration_ms,
         responseBody=a.response_excerpt,
     )
+
+
+def endpoint_list(gh: Gatehouse) -> dict:
+    return EndpointList(items=[endpoint_view(e) for e in gh.webhooks.list_endpoints()]).model_dump(
+        mode="json"
+    )
+
+
+def delivery_counts(gh: Gatehouse) -> dict:
+    """Every endpoint's deliveries by status (one grouped query)."""
+    return DeliveryCountList(
+        items=[DeliveryCounts(endpointId=e, **counts) for e, counts in gh.webhooks.delivery_counts().items()]
+    ).model_dump(mode="json")
+
+
+def delivery_page(gh: Gatehouse, param: Callable[[str], str | None], *, limit: int) -> dict:
+    """A page of deliveries, newest first, filtered by ``param``'s endpointId, status, eventType, since, cursor."""
+    endpoint = param("endpointId")
+    try:
+        endpoint_id = uuid.UUID(endpoint) if endpoint is not None else None
+    except ValueError:
+        raise ValidationFailed("endpointId must be a UUID", field="endpointId") from None
+    cursor = param("cursor")
+    found = gh.webhooks.list_deliveries(
+        endpoint_id=endpoint_id,
+        status=choice(param("status"), "status", STATUSES),
+        event_type=choice(param("eventType"), "eventType", EVENT_TYPES),
+        since=decode_since(param("since")),
+        limit=limit + 1,
+        before=decode_cursor(cursor) if cursor else None,
+    )
+    page, more = found[:limit], len(found) > limit
+    return DeliveryPage(
+        items=[DeliveryView(**delivery_fields(d)) for d in page],
+        nextCursor=encode_cursor(page[-1]) if more else None,
+    ).model_dump(mode="json")
+
+
+def delivery_detail(gh: Gatehouse, delivery_id: uuid.UUID) -> dict:
+    delivery, attempts = gh.webhooks.get_delivery(delivery_id)
+    return DeliveryDetail(
+        **delivery_fields(delivery),
+        payload=delivery.payload,
+        attempts=[attempt_view(a) for a in attempts],
+    ).model_dump(mode="json")
+
+
+def rotate_secret(gh: Gatehouse, endpoint_id: uuid.UUID) -> dict:
+    """A new secret (shown once, in this answer only) and until when the old one still signs."""
+    secret = gh.webhooks.rotate_secret(endpoint_id)
+    endpoint = gh.webhooks.get_endpoint(endpoint_id)
+    grace = timedelta(milliseconds=gh.settings.webhook_rotation_grace_ms)
+    return SecretRotated(secret=secret, previousSecretValidUntil=endpoint.updated_at + grace).model_dump(
+        mode="json"
+    )
+
+
+def send_test(gh: Gatehouse, endpoint_id: uuid.UUID) -> dict:
+    delivery_id, sent = gh.webhooks.send_test(endpoint_id)
+    gh.events.send(sent)
+    return TestSent(deliveryId=delivery_id).model_dump(mode="json")
+
+
+def replay_since(gh: Gatehouse, endpoint_id: uuid.UUID, since: datetime | None) -> dict:
+    job, sent = gh.webhooks.start_replay_since(endpoint_id, since)
+    gh.events.send(sent)
+    return ReplayQueued(jobId=job.id, endpointId=endpoint_id, since=since).model_dump(mode="json")
+
+
+def replay_delivery(gh: Gatehouse, delivery_id: uuid.UUID) -> dict:
+    gh.events.send(gh.webhooks.replay(delivery_id))
+    delivery, _ = gh.webhooks.get_delivery(delivery_id)
+    return DeliveryView(**delivery_fields(delivery)).model_dump(mode="json")
 
 
 class _Resource:
@@ -91,9 +168,13 @@ class Endpoints(_Resource):
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
-        resp.media = EndpointList(
-            items=[endpoint_view(e) for e in self.gh.webhooks.list_endpoints()]
-        ).model_dump(mode="json")
+        resp.media = endpoint_list(self.gh)
+
+
+class DeliveryCountsByEndpoint(_Resource):
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        require_admin(req)
+        resp.media = delivery_counts(self.gh)
 
 
 class Endpoint(_Resource):
@@ -125,22 +206,16 @@ class Endpoint(_Resource):
 class RotateSecret(_Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
         require_admin(req)
-        secret = self.gh.webhooks.rotate_secret(endpoint_id)
-        endpoint = self.gh.webhooks.get_endpoint(endpoint_id)
-        grace = timedelta(milliseconds=self.gh.settings.webhook_rotation_grace_ms)
-        resp.media = SecretRotated(
-            secret=secret, previousSecretValidUntil=endpoint.updated_at + grace
-        ).model_dump(mode="json")
+        resp.media = rotate_secret(self.gh, endpoint_id)
 
 
 class SendTest(_Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
         require_admin(req)
-        delivery_id, sent = self.gh.webhooks.send_test(endpoint_id)
-        self.gh.events.send(sent)
+        sent = send_test(self.gh, endpoint_id)
         resp.status = 202
-        resp.location = f"/v1/admin/webhooks/deliveries/{delivery_id}"
-        resp.media = TestSent(deliveryId=delivery_id).model_dump(mode="json")
+        resp.location = f"/v1/admin/webhooks/deliveries/{sent['deliveryId']}"
+        resp.media = sent
 
 
 class ReplayEndpoint(_Resource):
@@ -148,55 +223,28 @@ class ReplayEndpoint(_Resource):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
         require_admin(req)
-        since = decode_since(req.get_param("since"))
-        job, sent = self.gh.webhooks.start_replay_since(endpoint_id, since)
-        self.gh.events.send(sent)
+        queued = replay_since(self.gh, endpoint_id, decode_since(req.get_param("since")))
         resp.status = 202
-        resp.location = f"/v1/jobs/{job.id}"
-        resp.media = ReplayQueued(jobId=job.id, endpointId=endpoint_id, since=since).model_dump(mode="json")
+        resp.location = f"/v1/jobs/{queued['jobId']}"
+        resp.media = queued
 
 
 class Deliveries(_Resource):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
-        endpoint = req.get_param("endpointId")
-        try:
-            endpoint_id = uuid.UUID(endpoint) if endpoint is not None else None
-        except ValueError:
-            raise ValidationFailed("endpointId must be a UUID", field="endpointId") from None
-        limit = page_limit(req.get_param("limit"))
-        cursor = req.get_param("cursor")
-        found = self.gh.webhooks.list_deliveries(
-            endpoint_id=endpoint_id,
-            status=choice(req.get_param("status"), "status", STATUSES),
-            event_type=choice(req.get_param("eventType"), "eventType", EVENT_TYPES),
-            since=decode_since(req.get_param("since")),
-            limit=limit + 1,
-            before=decode_cursor(cursor) if cursor else None,
-        )
-        page, more = found[:limit], len(found) > limit
-        resp.media = DeliveryPage(
-            items=[DeliveryView(**delivery_fields(d)) for d in page],
-            nextCursor=encode_cursor(page[-1]) if more else None,
-        ).model_dump(mode="json")
+        resp.media = delivery_page(self.gh, req.get_param, limit=page_limit(req.get_param("limit")))
 
 
 class Delivery(_Resource):
     def on_get(self, req: falcon.Request, resp: falcon.Response, delivery_id: uuid.UUID) -> None:
         require_admin(req)
-        delivery, attempts = self.gh.webhooks.get_delivery(delivery_id)
-        resp.media = DeliveryDetail(
-            **delivery_fields(delivery),
-            payload=delivery.payload,
-            attempts=[attempt_view(a) for a in attempts],
-        ).model_dump(mode="json")
+        resp.media = delivery_detail(self.gh, delivery_id)
 
 
 class ReplayDelivery(_Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, delivery_id: uuid.UUID) -> None:
         require_admin(req)
-        self.gh.events.send(self.gh.webhooks.replay(delivery_id))
+        replayed = replay_delivery(self.gh, delivery_id)
         resp.status = 202
         resp.location = f"/v1/admin/webhooks/deliveries/{delivery_id}"
-        delivery, _ = self.gh.webhooks.get_delivery(delivery_id)
-        resp.media = DeliveryView(**delivery_fields(delivery)).model_dump(mode="json")
+        resp.media = replayed

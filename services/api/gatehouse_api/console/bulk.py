@@ -1,0 +1,74 @@
+"""Bulk actions ("Akcje masowe"): operations by status with live counters; one operation and its failed items.
+
+Both pages render the JSON API's views (``operation_page``, ``operation_view``,
+``failure_page`` of gatehouse_api.resources.bulk) read through the same
+``BulkStore`` calls; nothing here acts, so there is nothing to refuse while
+the catalog module is off: the pages say it is off.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import falcon
+
+from gatehouse.catalog.bulk import STATUSES
+from gatehouse_api.console.web import Page
+from gatehouse_api.resources.bulk import failure_page, operation_page, operation_view
+
+PAGE = 50
+
+
+def query(req: falcon.Request, name: str) -> str | None:
+    """A filter of a console form: an empty value (the form's "any") is no filter."""
+    return req.get_param(name) or None
+
+
+def text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)  # Russian and Polish as they are
+
+
+def summary(op: dict[str, Any]) -> list[tuple[str, str]]:
+    """What the operation applies, from its view's ``request``: its selection, then each field it sets."""
+    request = op["request"]
+    if op["type"] == "search_reindex":
+        return [("Selection", "every product (search re-index)"), ("Reason", str(request.get("reason", "")))]
+    if "filter" in request:
+        chosen = ", ".join(f"{k} = {text(v)}" for k, v in request["filter"].items()) or "the whole catalog"
+        rows = [("Selection (filter)", chosen)]
+    else:
+        rows = [("Selection", f"{op['counters']['total']} listed products")]
+    return rows + [(f"Set {k}", text(v)) for k, v in request.get("patch", {}).items()]
+
+
+class BulkOperations(Page):
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        status = query(req, "status")
+        page = operation_page(self.gh, status=status, type=None, limit=PAGE, cursor=query(req, "cursor"))
+        self.console.render(
+            req,
+            resp,
+            "bulk_operations.html",
+            page=page,
+            status=status,
+            statuses=STATUSES,
+            module=self.gh.modules.state("catalog"),
+        )
+
+
+class BulkOperation(Page):
+    def on_get(self, req: falcon.Request, resp: falcon.Response, operation_id: uuid.UUID) -> None:
+        op = operation_view(self.gh.bulk.get(operation_id))
+        failures = failure_page(self.gh, operation_id, limit=PAGE, cursor=query(req, "cursor"))
+        self.console.render(
+            req,
+            resp,
+            "bulk_operation.html",
+            op=op,
+            summary=summary(op),
+            failures=failures,
+            cursor=query(req, "cursor"),
+            module=self.gh.modules.state("catalog"),
+        )

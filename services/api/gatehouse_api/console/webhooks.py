@@ -1,0 +1,167 @@
+"""Webhooks → Endpoints and Deliveries: endpoints with their actions, deliveries with attempts, replays.
+
+The pages render the JSON API's views (gatehouse_api.resources.webhooks:
+``endpoint_list``, ``delivery_counts``, ``delivery_page``, ``delivery_detail``)
+and every action is the form twin of a JSON call, through the same function:
+
+- ``…/endpoints/{id}/enabled`` (``enabled``): PATCH /v1/admin/webhooks/endpoints/{id}
+- ``…/endpoints/{id}/rotate-secret``: POST …/rotate-secret; the new secret is shown once,
+  on the answer to the POST (never in a URL, a redirect or a later page)
+- ``…/endpoints/{id}/test``: POST …/test
+- ``…/endpoints/{id}/replay`` (``since``, optional): POST …/replay
+- ``…/deliveries/{id}/replay``: POST /v1/admin/webhooks/deliveries/{id}/replay
+
+While the webhooks module is off the pages still render (with a banner) but
+offer no action, and an action posted anyway answers MODULE_DISABLED, as its
+JSON twin does.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from urllib.parse import urlencode
+
+import falcon
+
+from gatehouse.modules import ModuleState
+from gatehouse.webhooks.store import EVENT_TYPES, decode_since
+from gatehouse.webhooks.tables import STATUSES
+from gatehouse_api.console.web import PREFIX, Page, back, form
+from gatehouse_api.resources.webhooks import (
+    delivery_counts,
+    delivery_detail,
+    delivery_page,
+    endpoint_list,
+    endpoint_view,
+    replay_delivery,
+    replay_since,
+    rotate_secret,
+    send_test,
+)
+
+MODULE = "webhooks"
+PAGE = 50
+FILTERS = ("status", "endpointId", "eventType")
+
+
+def _uuid(raw: str | None) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(raw) if raw else None
+    except ValueError:
+        return None
+
+
+class _Page(Page):
+    def module(self) -> ModuleState:
+        return self.gh.modules.state(MODULE)
+
+    def require_module(self) -> None:
+        """An action of a module that is off is refused, as its JSON twin is (MODULE_DISABLED)."""
+        self.gh.modules.require(MODULE, fresh=True)
+
+
+class Endpoints(_Page):
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        counts = {c["endpointId"]: c for c in delivery_counts(self.gh)["items"]}
+        self.console.render(
+            req,
+            resp,
+            "webhook_endpoints.html",
+            endpoints=endpoint_list(self.gh)["items"],
+            counts=counts,
+            statuses=STATUSES,
+            module=self.module(),
+        )
+
+
+class SetEnabled(_Page):
+    """Twin of PATCH /v1/admin/webhooks/endpoints/{id} with ``enabled``."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
+        self.require_module()
+        enabled = form(req).get("enabled", "").lower()
+        if enabled not in ("true", "false"):
+            raise falcon.HTTPBadRequest(description="enabled must be true or false")
+        self.gh.webhooks.update_endpoint(endpoint_id, enabled=enabled == "true")
+        back(resp, f"{PREFIX}/webhooks/endpoints")
+
+
+class RotateSecret(_Page):
+    """Twin of POST …/rotate-secret: the answer to this POST is the only place the secret shows."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
+        self.require_module()
+        rotated = rotate_secret(self.gh, endpoint_id)
+        endpoint = endpoint_view(self.gh.webhooks.get_endpoint(endpoint_id))
+        self.console.render(req, resp, "webhook_secret.html", rotated=rotated, endpoint=endpoint)
+
+
+class SendTest(_Page):
+    """Twin of POST …/test: then the test delivery's page."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
+        self.require_module()
+        sent = send_test(self.gh, endpoint_id)
+        back(resp, f"{PREFIX}/webhooks/deliveries/{sent['deliveryId']}")
+
+
+class ReplayEndpoint(_Page):
+    """Twin of POST …/replay: every dead delivery of the endpoint (since ``since``) again, by one job."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
+        self.require_module()
+        since = decode_since(form(req).get("since") or None)
+        queued = replay_since(self.gh, endpoint_id, since)
+        query = urlencode({"endpointId": str(endpoint_id), "replayJob": queued["jobId"]})
+        back(resp, f"{PREFIX}/webhooks/deliveries?{query}")
+
+
+class Deliveries(_Page):
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        # The filter form sends "" for "any": no filter, as an absent parameter is to the JSON list.
+        params = {name: req.get_param(name) or None for name in (*FILTERS, "cursor")}
+        page = delivery_page(self.gh, params.get, limit=PAGE)
+        endpoints = {e["endpointId"]: e for e in endpoint_list(self.gh)["items"]}
+        filters = {k: v for k, v in params.items() if k in FILTERS and v}
+        self.console.render(
+            req,
+            resp,
+            "webhook_deliveries.html",
+            page=page,
+            endpoints=endpoints,
+            filters=filters,
+            next_url=(
+                f"{PREFIX}/webhooks/deliveries?{urlencode({**filters, 'cursor': page['nextCursor']})}"
+                if page["nextCursor"]
+                else None
+            ),
+            statuses=STATUSES,
+            event_types=EVENT_TYPES,
+            replay_job=_uuid(req.get_param("replayJob")),
+            module=self.module(),
+        )
+
+
+class Delivery(_Page):
+    def on_get(self, req: falcon.Request, resp: falcon.Response, delivery_id: uuid.UUID) -> None:
+        delivery = delivery_detail(self.gh, delivery_id)
+        endpoint = endpoint_view(self.gh.webhooks.get_endpoint(uuid.UUID(delivery["endpointId"])))
+        self.console.render(
+            req,
+            resp,
+            "webhook_delivery.html",
+            delivery=delivery,
+            endpoint=endpoint,
+            payload=json.dumps(delivery["payload"], indent=2, ensure_ascii=False),
+            module=self.module(),
+        )
+
+
+class ReplayDelivery(_Page):
+    """Twin of POST /v1/admin/webhooks/deliveries/{id}/replay: then its page, where its status moves live."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, delivery_id: uuid.UUID) -> None:
+        self.require_module()
+        replay_delivery(self.gh, delivery_id)
+        back(resp, f"{PREFIX}/webhooks/deliveries/{delivery_id}")
