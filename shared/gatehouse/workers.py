@@ -6,13 +6,22 @@ its lease keeper refreshes every WORKER_HEARTBEAT_MS and that lives
 WORKER_DEAD_AFTER_MS. Any live worker looks, on its own tick, for running rows
 whose worker's key is gone and requeues them — no scheduler, no lease expiry
 and no broker redelivery needed.
+
+The key's value says what the process is (``WorkerBeat``: its threads, its
+queues, when it started) and every beat also stamps the process in one sorted
+set (``WORKERS_KEY``), so the operations overview lists the live workers with
+one range read and one MGET instead of scanning the keyspace.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import time
 import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from redis import Redis
 
@@ -25,8 +34,49 @@ def process_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+# Every worker that beat lately, scored by its last beat (ms); its liveness key says whether it still lives.
+WORKERS_KEY = "gatehouse:workers"
+# A member whose last beat is older than this many of its key's lifetimes leaves the set.
+FORGET_AFTER_TTLS = 10
+
+
 def liveness_key(worker: str) -> str:
     return f"gatehouse:worker:{worker}:alive"
+
+
+@dataclass(frozen=True)
+class WorkerBeat:
+    """What a live worker process says about itself in its liveness key."""
+
+    threads: int | None = None
+    queues: tuple[str, ...] = field(default=())
+    started_at: datetime | None = None
+
+    def dumps(self) -> str:
+        return json.dumps(
+            {
+                "threads": self.threads,
+                "queues": list(self.queues),
+                "startedAt": self.started_at.isoformat() if self.started_at else None,
+            }
+        )
+
+    @classmethod
+    def loads(cls, raw: bytes | str) -> WorkerBeat:
+        """A key's value; one that is not our JSON (an older worker wrote ``1``) says nothing."""
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return cls()
+        if not isinstance(data, dict):
+            return cls()
+        started = data.get("startedAt")
+        threads = data.get("threads")
+        return cls(
+            threads=threads if isinstance(threads, int) else None,
+            queues=tuple(q for q in data.get("queues") or () if isinstance(q, str)),
+            started_at=datetime.fromisoformat(started) if isinstance(started, str) else None,
+        )
 
 
 class Liveness:
@@ -34,11 +84,28 @@ class Liveness:
         self.redis = redis
         self.ttl_ms = ttl_ms
 
-    def beat(self, worker: str) -> None:
-        self.redis.set(liveness_key(worker), 1, px=self.ttl_ms)
+    def beat(self, worker: str, info: WorkerBeat | None = None) -> None:
+        """The key (alive for ttl_ms more) and the stamp in the set of workers: one round trip."""
+        now_ms = int(time.time() * 1000)
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.set(liveness_key(worker), (info or WorkerBeat()).dumps(), px=self.ttl_ms)
+        pipe.zadd(WORKERS_KEY, {worker: now_ms})
+        pipe.zremrangebyscore(WORKERS_KEY, "-inf", now_ms - FORGET_AFTER_TTLS * self.ttl_ms)
+        pipe.execute()
 
     def leave(self, worker: str) -> None:
-        self.redis.delete(liveness_key(worker))
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.delete(liveness_key(worker))
+        pipe.zrem(WORKERS_KEY, worker)
+        pipe.execute()
+
+    def alive(self) -> dict[str, WorkerBeat]:
+        """Every worker whose liveness key is there, with what it said: two round trips, no scan."""
+        names = [n.decode() for n in self.redis.zrange(WORKERS_KEY, 0, -1)]
+        if not names:
+            return {}
+        values = self.redis.mget([liveness_key(n) for n in names])
+        return {n: WorkerBeat.loads(v) for n, v in zip(names, values, strict=True) if v is not None}
 
     def missing(self, workers: set[str]) -> set[str]:
         """Of these workers, those whose liveness key is gone."""

@@ -15,6 +15,7 @@ from gatehouse.modules import MODULES
 from gatehouse.webhooks.store import EVENT_TYPES
 from gatehouse.webhooks.tables import STATUSES as WEBHOOK_STATUSES
 from gatehouse_api import schemas as s
+from gatehouse_api.resources.overview import OverviewView
 
 PROBLEM = "application/problem+json"
 ERRORS = {
@@ -523,6 +524,15 @@ def build() -> dict[str, Any]:
                 (200, s.GateView, "the gate's state"),
                 (401, 403, 404),
                 params=[account],
+            )
+        },
+        "/v1/admin/overview": {
+            "get": d.operation(
+                "Per queue ready, delayed, running, failed in 24 h and dead letters; live workers and "
+                "their busy threads; schedules' last and next run; store health (admin). A store that "
+                "does not answer leaves its own numbers null",
+                (200, OverviewView, "the snapshot"),
+                (401, 403),
             )
         },
         "/v1/admin/schedules": {

@@ -2,7 +2,8 @@
 
 Every WORKER_HEARTBEAT_MS it:
 
-1. refreshes this process's liveness key (gatehouse.workers);
+1. refreshes this process's liveness key (gatehouse.workers), which also says
+   how many threads it runs and which queues it consumes (the overview shows them);
 2. when due (JOB_HEARTBEAT_MS), renews the row leases of all running jobs in
    one UPDATE, and (GATE_HEARTBEAT_MS) their gate leases in one Redis
    pipeline; a run that lost either is told to stop before its next call;
@@ -18,7 +19,9 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from psycopg import Error as PgError
 from psycopg_pool import PoolTimeout
@@ -26,7 +29,7 @@ from redis import RedisError
 
 from gatehouse import metrics
 from gatehouse.composition import Gatehouse
-from gatehouse.workers import DeadWorkers, Liveness, requeue_orphans
+from gatehouse.workers import DeadWorkers, Liveness, WorkerBeat, requeue_orphans
 from gatehouse_worker.runtime import JobContext
 
 log = logging.getLogger(__name__)
@@ -48,6 +51,7 @@ class LeaseKeeper:
         self.worker = worker
         self.liveness = Liveness(gh.redis, ttl_ms=self.s.worker_dead_after_ms)
         self.dead = DeadWorkers(self.liveness, worker)
+        self.info = WorkerBeat()
         self._held: dict[tuple[uuid.UUID, int], Held] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -79,10 +83,11 @@ class LeaseKeeper:
 
     # -- the thread ----------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, *, threads: int | None = None, queues: Iterable[str] = ()) -> None:
         """Beat once before any message is taken, so no other worker takes this one for dead."""
+        self.info = WorkerBeat(threads=threads, queues=tuple(sorted(queues)), started_at=datetime.now(UTC))
         try:
-            self.liveness.beat(self.worker)
+            self.liveness.beat(self.worker, self.info)
         except RedisError:
             log.warning("worker %s: Redis did not answer its first heartbeat; retrying", self.worker)
         self._stop.clear()
@@ -109,7 +114,7 @@ class LeaseKeeper:
             now = time.monotonic()
             if now >= liveness_due:
                 liveness_due = now + self.s.worker_heartbeat_ms / 1000
-                self._step("heartbeat", lambda: self.liveness.beat(self.worker))
+                self._step("heartbeat", lambda: self.liveness.beat(self.worker, self.info))
                 self._step("dead-worker recovery", self.recover)
             if now >= rows_due:
                 rows_due = now + self.s.job_heartbeat_ms / 1000

@@ -79,7 +79,9 @@ class JobRuntime(Middleware):
     # -- Dramatiq hooks ------------------------------------------------------------
 
     def before_worker_boot(self, broker: Broker, worker: Any) -> None:
-        self.leases.start()
+        # What the overview shows of this process: its threads and the queues it consumes.
+        queues = getattr(worker, "consumer_whitelist", None) or broker.get_declared_queues()
+        self.leases.start(threads=getattr(worker, "worker_threads", None), queues=queues)
 
     def after_worker_shutdown(self, broker: Broker, worker: Any) -> None:
         """In-flight jobs are done (or past the shutdown timeout): give back what is still held."""

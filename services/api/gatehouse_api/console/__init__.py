@@ -11,6 +11,8 @@ from gatehouse.composition import Gatehouse
 from gatehouse_api.console import modules, signin
 from gatehouse_api.console import bulk as bulk_pages
 from gatehouse_api.console import webhooks as webhook_pages
+from gatehouse_api.console import overview as overview_pages
+from gatehouse_api.console import schedules as schedule_pages
 from gatehouse_api.console.web import PREFIX, Console, ConsoleGuard, install_errors
 
 
@@ -32,6 +34,9 @@ def build(gh: Gatehouse) -> tuple[Console, dict[str, object]]:
         "/webhooks/deliveries": webhook_pages.Deliveries(console),
         "/webhooks/deliveries/{delivery_id:uuid}": webhook_pages.Delivery(console),
         "/webhooks/deliveries/{delivery_id:uuid}/replay": webhook_pages.ReplayDelivery(console),
+        "": overview_pages.Overview(console),
+        "/schedules": schedule_pages.Schedules(console),
+        "/schedules/{name}/run": schedule_pages.RunSchedule(console),
     }
     return console, {f"{PREFIX}{path}": page for path, page in pages.items()}
 

@@ -36,6 +36,35 @@ class AccountGate:
         ).model_dump(mode="json")
 
 
+def schedule_views(gh: Gatehouse) -> list[ScheduleView]:
+    """Each schedule with its cron (UTC), max wait, last and next run (the API's and the console's view)."""
+    items = []
+    for s in schedules(gh.settings.schedules).values():
+        last, next_ = runs(gh.redis, s.name)
+        items.append(
+            ScheduleView(
+                name=s.name,
+                jobType=s.job_type.name,
+                cron=s.cron,
+                maxWaitMs=s.max_wait,
+                perAccount=s.per_account,
+                enabled=s.enabled,
+                lastRun=last,
+                nextRun=next_ if s.enabled else None,
+            )
+        )
+    return items
+
+
+def run_schedule(gh: Gatehouse, name: str) -> dict:
+    """Send a schedule's tick now, as the scheduler would; NotFound for a name no schedule has."""
+    schedule = schedules(gh.settings.schedules).get(name)
+    if schedule is None:
+        raise NotFound(f"schedule {name} not found")
+    message = gh.dispatcher.tick(FANOUT_QUEUE, schedule.actor)
+    return ScheduleRun(name=name, messageId=message.message_id).model_dump(mode="json")
+
+
 class Schedules:
     """The periodic syncs and sweeps with their cron (UTC), max wait, last and next run."""
 
@@ -44,22 +73,7 @@ class Schedules:
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
-        items = []
-        for s in schedules(self.gh.settings.schedules).values():
-            last, next_ = runs(self.gh.redis, s.name)
-            items.append(
-                ScheduleView(
-                    name=s.name,
-                    jobType=s.job_type.name,
-                    cron=s.cron,
-                    maxWaitMs=s.max_wait,
-                    perAccount=s.per_account,
-                    enabled=s.enabled,
-                    lastRun=last,
-                    nextRun=next_ if s.enabled else None,
-                )
-            )
-        resp.media = ScheduleList(items=items).model_dump(mode="json")
+        resp.media = ScheduleList(items=schedule_views(self.gh)).model_dump(mode="json")
 
 
 class RunSchedule:
@@ -70,9 +84,5 @@ class RunSchedule:
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
         require_admin(req)
-        schedule = schedules(self.gh.settings.schedules).get(name)
-        if schedule is None:
-            raise NotFound(f"schedule {name} not found")
-        message = self.gh.dispatcher.tick(FANOUT_QUEUE, schedule.actor)
         resp.status = 202
-        resp.media = ScheduleRun(name=name, messageId=message.message_id).model_dump(mode="json")
+        resp.media = run_schedule(self.gh, name)

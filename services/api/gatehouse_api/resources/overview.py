@@ -1,0 +1,119 @@
+"""The operator's overview (admin): queues, workers, schedules and stores in one read.
+
+``overview_view`` is the one view the JSON API (GET /v1/admin/overview) and the
+console's overview page both render: the snapshot of gatehouse.operations, the
+schedules as GET /v1/admin/schedules shows them, and the stores as /readyz
+checks them — on a shorter deadline, and first, so a store that does not
+answer costs the overview at most that long and leaves only its own numbers
+unknown (``null``) instead of failing the page.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import falcon
+from pydantic import Field
+
+from gatehouse import operations
+from gatehouse.composition import Gatehouse
+from gatehouse_api.auth import require_admin
+from gatehouse_api.resources.admin import schedule_views
+from gatehouse_api.resources.health import Ready
+from gatehouse_api.schemas import Reply, ScheduleView
+
+# The overview waits at most this long for a store's answer (READY_TIMEOUT_MS if that is shorter).
+STORE_CHECK_MS = 300
+
+
+class QueueOverview(Reply):
+    name: str
+    module: str | None = Field(description="the module that owns the queue; null: the core's")
+    paused: bool | None = Field(
+        description="its module is off, so its consumers are paused; null: PostgreSQL did not answer"
+    )
+    ready: int | None = Field(description="waiting jobs: ready to run; null: PostgreSQL did not answer")
+    delayed: int | None = Field(description="delayed jobs: a retry, a pause or a gate wait to end")
+    running: int | None = Field(description="active jobs")
+    failed24h: int | None = Field(description="jobs that failed in the last 24 h")
+    deadLetters: int | None = Field(
+        description="messages in Dramatiq's dead-letter set of the queue; null: Redis did not answer"
+    )
+    deadDeliveries: int | None = Field(
+        default=None, description="webhook.deliver only: dead webhook deliveries (no attempt left)"
+    )
+
+
+class WorkerOverview(Reply):
+    name: str = Field(description="host:pid:tail, as on the job rows it claims")
+    alive: bool = Field(description="its liveness key is there; false: it has running jobs but no heartbeat")
+    threads: int | None
+    busy: int | None = Field(description="its running jobs; null: PostgreSQL did not answer")
+    queues: list[str]
+    startedAt: datetime | None
+
+
+class OverviewView(Reply):
+    at: datetime
+    stores: dict[str, str] = Field(description='"ok" or "down: …" per store, as /readyz checks them')
+    queues: list[QueueOverview]
+    workers: list[WorkerOverview] | None = Field(description="null: Redis did not answer")
+    schedules: list[ScheduleView] | None = Field(description="null: Redis did not answer")
+
+
+class StoreChecks(Ready):
+    """/readyz's probes (one check per store at a time, on daemon threads), on the overview's deadline."""
+
+    def __init__(self, gh: Gatehouse) -> None:
+        super().__init__(gh)
+        self.timeout = min(STORE_CHECK_MS, gh.settings.ready_timeout_ms) / 1000
+
+    def __call__(self) -> dict[str, str]:
+        return self._checks()
+
+
+def overview_view(gh: Gatehouse, checks: StoreChecks) -> dict:
+    snap = operations.snapshot(gh, checks())
+    redis = snap.stores.get("redis") == "ok"
+    return OverviewView(
+        at=snap.at,
+        stores=snap.stores,
+        queues=[
+            QueueOverview(
+                name=q.name,
+                module=q.module,
+                paused=q.paused,
+                ready=q.counts.ready if q.counts else None,
+                delayed=q.counts.delayed if q.counts else None,
+                running=q.counts.running if q.counts else None,
+                failed24h=q.counts.failed_24h if q.counts else None,
+                deadLetters=q.dead_letters,
+                deadDeliveries=q.dead_deliveries,
+            )
+            for q in snap.queues
+        ],
+        workers=None
+        if snap.workers is None
+        else [
+            WorkerOverview(
+                name=w.name,
+                alive=w.alive,
+                threads=w.beat.threads,
+                busy=w.busy,
+                queues=list(w.beat.queues),
+                startedAt=w.beat.started_at,
+            )
+            for w in snap.workers
+        ],
+        schedules=schedule_views(gh) if redis else None,
+    ).model_dump(mode="json")
+
+
+class Overview:
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+        self.checks = StoreChecks(gh)
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        require_admin(req)
+        resp.media = overview_view(self.gh, self.checks)

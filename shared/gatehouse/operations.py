@@ -1,0 +1,181 @@
+"""The operator's overview: per queue and per worker, what waits, runs and failed right now.
+
+Read-only snapshots, one code path for the console's overview and
+GET /v1/admin/overview:
+
+- ``job_counts``: ONE grouped statement over the jobs table gives, per queue,
+  its ready (waiting), delayed and running rows and the failed of the last 24 h,
+  and per worker its running rows. The live rows come from the partial index
+  ``jobs_live_by_state``, the recent failed ones from ``jobs_failed_by_finished``
+  (``finished_at WHERE state = 'failed'``), so the completed rows — nearly all
+  of the table — are never read.
+- ``dead_letters``: the size of Dramatiq's dead-letter set of every queue (the
+  Redis broker's ``{namespace}:{queue}.XQ``: messages whose actor raised), one
+  pipelined round trip; ``dead_deliveries``: the webhook deliveries whose
+  attempts ran out (``webhook_deliveries.status = 'dead'``), the dead letters
+  of ``webhook.deliver``, kept in PostgreSQL with their attempts and replayable.
+- ``workers``: the live worker processes from their liveness keys
+  (gatehouse.workers: threads, queues, start) with their running rows as
+  ``busy``; a worker that still has running rows but no key is listed as not
+  alive (the next live worker's tick requeues its jobs).
+
+``snapshot`` puts them together for every queue of the job registry (zero
+counts too), marks the queues whose module is off as paused, and reads only
+the stores the caller found answering (the API's readiness checks), so the
+overview still renders, with what it can know, while a store is down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from dramatiq.common import xq_name
+from redis import Redis
+from sqlalchemy import Connection, text
+
+from gatehouse.job_types import REGISTRY, WEBHOOK_QUEUE
+from gatehouse.models import LIVE_STATES
+from gatehouse.modules import ModuleStates, module_of_queue
+from gatehouse.workers import Liveness, WorkerBeat
+
+if TYPE_CHECKING:
+    from gatehouse.composition import Gatehouse
+
+FAILED_WINDOW = "24 hours"
+# Written as the two partial indexes' predicates, so the planner can take each branch from one.
+JOB_COUNTS = f"""
+SELECT queue,
+       CASE WHEN state = 'active' THEN worker END AS worker,
+       count(*) FILTER (WHERE state = 'waiting') AS ready,
+       count(*) FILTER (WHERE state = 'delayed') AS delayed,
+       count(*) FILTER (WHERE state = 'active') AS running,
+       count(*) FILTER (WHERE state = 'failed') AS failed
+  FROM jobs
+ WHERE state IN {LIVE_STATES}
+    OR (state = 'failed' AND finished_at > now() - interval '{FAILED_WINDOW}')
+ GROUP BY 1, 2
+"""
+DEAD_DELIVERIES = "SELECT count(*) FROM webhook_deliveries WHERE status = 'dead'"
+
+
+@dataclass(frozen=True)
+class QueueCounts:
+    ready: int = 0
+    delayed: int = 0
+    running: int = 0
+    failed_24h: int = 0
+
+
+@dataclass(frozen=True)
+class JobCounts:
+    queues: dict[str, QueueCounts]
+    busy: dict[str, int]  # worker process -> its running rows
+
+
+def job_counts(conn: Connection) -> JobCounts:
+    queues: dict[str, list[int]] = {}
+    busy: dict[str, int] = {}
+    for row in conn.execute(text(JOB_COUNTS)):
+        sums = queues.setdefault(row.queue, [0, 0, 0, 0])
+        for i, n in enumerate((row.ready, row.delayed, row.running, row.failed)):
+            sums[i] += n
+        if row.worker is not None:
+            busy[row.worker] = busy.get(row.worker, 0) + row.running
+    return JobCounts({q: QueueCounts(*sums) for q, sums in queues.items()}, busy)
+
+
+def dead_deliveries(conn: Connection) -> int:
+    return conn.execute(text(DEAD_DELIVERIES)).scalar_one()
+
+
+def dead_letters(redis: Redis, namespace: str, queues: Iterable[str]) -> dict[str, int]:
+    """Messages in each queue's Dramatiq dead-letter set (one pipelined round trip)."""
+    names = list(queues)
+    pipe = redis.pipeline(transaction=False)
+    for queue in names:
+        pipe.zcard(f"{namespace}:{xq_name(queue)}")
+    return dict(zip(names, pipe.execute(), strict=True))
+
+
+def queue_names(seen: Iterable[str] = ()) -> list[str]:
+    """Every queue of the job registry, and any other that has rows (a job type of a test, say)."""
+    return sorted({t.queue for t in REGISTRY.values()} | set(seen))
+
+
+@dataclass(frozen=True)
+class QueueSnapshot:
+    name: str
+    module: str | None  # the module that owns it (gatehouse.modules), None: the core's
+    paused: bool | None  # its module is off, so its consumers are paused; None: PostgreSQL is down
+    counts: QueueCounts | None  # None: PostgreSQL did not answer
+    dead_letters: int | None  # Dramatiq's dead-letter set; None: Redis did not answer
+    dead_deliveries: int | None = None  # webhook.deliver only: dead webhook deliveries
+
+
+@dataclass(frozen=True)
+class WorkerSnapshot:
+    name: str
+    alive: bool
+    busy: int | None  # its running job rows; None: PostgreSQL did not answer
+    beat: WorkerBeat = field(default_factory=WorkerBeat)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    at: datetime
+    stores: dict[str, str]  # store -> "ok" or "down: …" (the readiness checks' outcome)
+    queues: list[QueueSnapshot]
+    workers: list[WorkerSnapshot] | None  # None: Redis did not answer (no liveness to read)
+
+
+def workers(alive: dict[str, WorkerBeat], busy: dict[str, int] | None) -> list[WorkerSnapshot]:
+    """The live workers, and the ones that still hold running rows without a liveness key."""
+    names = sorted(set(alive) | set(busy or ()))
+    return [
+        WorkerSnapshot(
+            name=name,
+            alive=name in alive,
+            busy=None if busy is None else busy.get(name, 0),
+            beat=alive.get(name, WorkerBeat()),
+        )
+        for name in names
+    ]
+
+
+def _paused(modules: ModuleStates, queue: str) -> bool:
+    module = module_of_queue(queue)
+    return module is not None and not modules.state(module.name).on
+
+
+def snapshot(gh: Gatehouse, stores: dict[str, str]) -> Snapshot:
+    """The overview, reading only the stores ``stores`` says answer (the rest shows as unknown)."""
+    pg, redis = stores.get("postgresql") == "ok", stores.get("redis") == "ok"
+    counts: JobCounts | None = None
+    dead_webhooks: int | None = None
+    if pg:
+        with gh.engine.connect() as conn:
+            counts = job_counts(conn)
+            dead_webhooks = dead_deliveries(conn)
+    names = queue_names(counts.queues if counts else ())
+    dead = dead_letters(gh.redis, gh.settings.broker_namespace, names) if redis else None
+    queues = [
+        QueueSnapshot(
+            name=name,
+            module=module.name if (module := module_of_queue(name)) else None,
+            paused=_paused(gh.modules, name) if pg else None,
+            counts=counts.queues.get(name, QueueCounts()) if counts else None,
+            dead_letters=dead[name] if dead is not None else None,
+            dead_deliveries=dead_webhooks if name == WEBHOOK_QUEUE else None,
+        )
+        for name in names
+    ]
+    alive = Liveness(gh.redis, ttl_ms=gh.settings.worker_dead_after_ms).alive() if redis else None
+    return Snapshot(
+        at=datetime.now(UTC),
+        stores=dict(stores),
+        queues=queues,
+        workers=workers(alive, counts.busy if counts else None) if alive is not None else None,
+    )
