@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, text
 from sqlmodel import Session
 
 from gatehouse.audit import ADMIN_ACTOR
 from gatehouse.crypto import TokenCipher
 from gatehouse.errors import ConfigurationError, NotFound
 from gatehouse.models import Account, ApiKey
+from gatehouse.paging import newest_first
 from gatehouse.users import USER_KEY_PREFIX, Users
 
 KEY_PREFIX = "ghk_"
@@ -94,6 +97,27 @@ class Accounts:
             return list(
                 session.exec(select(Account.id).where(Account.active).order_by(Account.created_at)).scalars()
             )
+
+    def page(
+        self,
+        *,
+        name: str | None = None,
+        limit: int = 50,
+        before: tuple[datetime, uuid.UUID] | None = None,
+    ) -> list[Account]:
+        """Accounts newest first, ``name`` a case-insensitive part of theirs; ``before`` is the
+        (created_at, id) of the last account of the previous page."""
+        like = None if name is None else "%" + re.sub(r"([\\%_])", r"\\\1", name) + "%"
+        sql, params = newest_first(
+            "SELECT id, name, active, created_at FROM accounts",
+            {"name": like},
+            limit=limit,
+            before=before,
+            param=lambda p: f":{p}",
+            compare={"name": "name ILIKE"},
+        )
+        with self.engine.connect() as conn:
+            return [Account(**row._mapping) for row in conn.execute(text(sql), params)]
 
     def issue_key(self, account_id: uuid.UUID) -> str:
         """A new account-scoped key; only its hash is kept, so this is the one time it is seen."""

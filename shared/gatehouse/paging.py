@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -15,17 +15,19 @@ def newest_first(
     limit: int,
     before: tuple[datetime, uuid.UUID] | None,
     param: Callable[[str], str],
+    compare: Mapping[str, str] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """``select`` narrowed by column = value for each filter that is not None, after the (created_at, id)
     ``before`` of the previous page, newest first: the SQL and its parameters.
 
     ``param`` writes a named placeholder in the caller's style (``:name`` for SQLAlchemy's
-    ``text``, ``%(name)s`` for psycopg).
+    ``text``, ``%(name)s`` for psycopg). ``compare`` gives a filter another left side than
+    ``<name> =`` (e.g. ``"created_after": "created_at >="``, ``"phase": "progress->>'phase' ="``).
     """
     where, params = [], {"limit": limit}
     for column, value in filters.items():
         if value is not None:
-            where.append(f"{column} = {param(column)}")
+            where.append(f"{(compare or {}).get(column, f'{column} =')} {param(column)}")
             params[column] = value
     if before:
         where.append(f"(created_at, id) < ({param('before_at')}, {param('before_id')})")

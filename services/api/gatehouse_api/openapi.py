@@ -10,8 +10,9 @@ from gatehouse.catalog.bulk import STATUSES as BULK_STATUSES
 from gatehouse.catalog.bulk import TYPES as BULK_TYPES
 from gatehouse.catalog.rules import STATUSES
 from gatehouse.job_types import REGISTRY
-from gatehouse.models import STATES
+from gatehouse.models import STATES, TIERS
 from gatehouse.modules import MODULES
+from gatehouse.progress import PHASES
 from gatehouse.webhooks.store import EVENT_TYPES
 from gatehouse.webhooks.tables import STATUSES as WEBHOOK_STATUSES
 from gatehouse_api import schemas as s
@@ -518,12 +519,76 @@ def build() -> dict[str, Any]:
                 params=[uuid_param("jobId")],
             )
         },
+        "/v1/admin/accounts": {
+            "get": d.operation(
+                "Every seller account with its gate and WB's 429 pauses of the last 24 h, newest first (admin)",
+                (200, s.AccountGatePage, "a page of accounts"),
+                (401, 403, 422),
+                params=[
+                    {
+                        "name": "name",
+                        "in": "query",
+                        "description": "a part of the name, any case",
+                        "schema": {"type": "string", "maxLength": 200},
+                    },
+                    {
+                        "name": "hot",
+                        "in": "query",
+                        "description": "true: only accounts that are hot",
+                        "schema": {"type": "string", "enum": ["true", "false"]},
+                    },
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 200},
+                    },
+                    {"name": "cursor", "in": "query", "schema": {"type": "string"}},
+                ],
+            )
+        },
         "/v1/admin/accounts/{accountId}/gate": {
             "get": d.operation(
-                "The account's gate: holder, lease left, who wants it, who waits (admin)",
+                "The account's gate: holder, lease left, who wants it, who waits, WB's recent 429 pauses (admin)",
                 (200, s.GateView, "the gate's state"),
                 (401, 403, 404),
                 params=[account],
+            )
+        },
+        "/v1/admin/jobs": {
+            "get": d.operation(
+                "Every account's jobs, newest first, as the status poll shows each (admin)",
+                (200, s.JobPage, "a page of jobs"),
+                (401, 403, 422),
+                params=[
+                    {"name": "state", "in": "query", "schema": {"type": "string", "enum": list(STATES)}},
+                    {
+                        "name": "phase",
+                        "in": "query",
+                        "description": "progress.phase",
+                        "schema": {"type": "string", "enum": list(PHASES)},
+                    },
+                    {"name": "type", "in": "query", "schema": {"type": "string", "enum": sorted(REGISTRY)}},
+                    {"name": "tier", "in": "query", "schema": {"type": "string", "enum": list(TIERS)}},
+                    {"name": "accountId", "in": "query", "schema": {"type": "string", "format": "uuid"}},
+                    {
+                        "name": "createdAfter",
+                        "in": "query",
+                        "description": "ISO 8601, inclusive (no offset: UTC)",
+                        "schema": {"type": "string", "format": "date-time"},
+                    },
+                    {
+                        "name": "createdBefore",
+                        "in": "query",
+                        "description": "ISO 8601, exclusive (no offset: UTC)",
+                        "schema": {"type": "string", "format": "date-time"},
+                    },
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 200},
+                    },
+                    {"name": "cursor", "in": "query", "schema": {"type": "string"}},
+                ],
             )
         },
         "/v1/admin/overview": {

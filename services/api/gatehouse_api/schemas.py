@@ -107,6 +107,19 @@ class JobPage(Reply):
     nextCursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
 
 
+class WaiterView(Reply):
+    jobId: uuid.UUID
+    tier: Literal["user", "scheduled"]
+    waitingSince: datetime = Field(description="when it first asked for the gate (its line position)")
+
+
+class PauseView(Reply):
+    jobId: uuid.UUID
+    at: datetime = Field(description="when WB answered 429")
+    resumeAt: datetime = Field(description="when WB allowed the job to go on")
+    reason: str
+
+
 class GateView(Reply):
     holder: uuid.UUID | None = Field(description="the job holding the account's gate")
     leaseMsLeft: int | None = Field(description="until the holder's lease runs out")
@@ -114,6 +127,25 @@ class GateView(Reply):
         description="the user job that last asked for the gate (keeps scheduled jobs off)"
     )
     waiting: list[uuid.UUID] = Field(description="parked jobs, the next to be woken first")
+    waiters: list[WaiterView] = Field(description="the same parked jobs with their tier and wait")
+    recentPauses: list[PauseView] = Field(
+        description="WB 429 pauses of the account's jobs, last 24 h, newest first"
+    )
+
+
+class AccountGateView(Reply):
+    accountId: uuid.UUID
+    name: str
+    createdAt: datetime
+    hot: bool = Field(
+        description="its gate is held with jobs waiting, or WB paused one of its jobs in the last 24 h"
+    )
+    gate: GateView
+
+
+class AccountGatePage(Reply):
+    items: list[AccountGateView]
+    nextCursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
 
 
 class ScheduleView(Reply):

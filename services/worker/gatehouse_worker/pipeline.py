@@ -47,6 +47,7 @@ from gatehouse.gate import job_of, owner, released_key
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Claim, Delivery, datetime_to_ms
 from gatehouse.modules import module_of_queue
+from gatehouse.wb import pauses
 from gatehouse.workers import process_name
 from gatehouse_worker.leases import LeaseKeeper
 from gatehouse_worker.runtime import Body, JobContext
@@ -206,6 +207,8 @@ class JobRuntime(Middleware):
             return rd.Completed(body(ctx))
         except JobPaused as exc:
             log.info("job %s paused until %d (%s)", ctx.job.id, exc.resume_at_ms, exc.reason)
+            if exc.reason == P.WB_429:
+                self._note_pause(ctx, exc)
             return rd.Paused(exc.resume_at_ms, exc.phase, exc.reason, error_info(exc))
         except PermanentJobError as exc:
             log.warning("job %s failed for good: %s", ctx.job.id, exc)
@@ -218,6 +221,27 @@ class JobRuntime(Middleware):
         except Exception as exc:
             log.warning("job %s attempt %d failed", ctx.job.id, ctx.job.attempt, exc_info=True)
             return rd.Failed(error_info(exc))
+
+    def _note_pause(self, ctx: JobContext, exc: JobPaused) -> None:
+        """WB said 429: the account's recent pauses (for operators) get this one; never fails the job."""
+        if ctx.job.account_id is None:
+            return
+        try:
+            pauses.record(
+                self.gh.redis,
+                str(ctx.job.account_id),
+                ctx.job.id,
+                at_ms=current_millis(),
+                resume_at_ms=exc.resume_at_ms,
+                reason=exc.reason,
+            )
+        except RedisError as err:
+            log.warning(
+                "job %s: its WB pause could not be noted for account %s (%s)",
+                ctx.job.id,
+                ctx.job.account_id,
+                err,
+            )
 
     # -- applying a transition -------------------------------------------------------
 

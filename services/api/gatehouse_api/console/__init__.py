@@ -8,6 +8,8 @@ JSON API calls.
 from __future__ import annotations
 
 from gatehouse.composition import Gatehouse
+from gatehouse_api.console import accounts as account_pages
+from gatehouse_api.console import jobs as job_pages
 from gatehouse_api.console import modules, signin
 from gatehouse_api.console import bulk as bulk_pages
 from gatehouse_api.console import webhooks as webhook_pages
@@ -22,6 +24,12 @@ def build(gh: Gatehouse) -> tuple[Console, dict[str, object]]:
         "/login": signin.Login(console),
         "/logout": signin.Logout(console),
         "/static/{name}": signin.Static(console),
+        "/accounts": account_pages.Accounts(console),
+        "/accounts/{account_id:uuid}": account_pages.Account(console),
+        "/jobs": job_pages.Jobs(console),
+        "/jobs/{job_id:uuid}": job_pages.Job(console),
+        "/jobs/{job_id:uuid}/retry": job_pages.RetryJob(console),
+        "/jobs/{job_id:uuid}/cancel": job_pages.CancelJob(console),
         "/modules": modules.Modules(console),
         "/modules/{name}": modules.SetModule(console),
         "/bulk-operations": bulk_pages.BulkOperations(console),

@@ -8,14 +8,10 @@ import falcon
 
 from gatehouse.composition import Gatehouse
 from gatehouse.errors import NotFound
-from gatehouse.gate import job_of
 from gatehouse.schedules import FANOUT_QUEUE, runs, schedules
 from gatehouse_api.auth import require_admin
-from gatehouse_api.schemas import GateView, ScheduleList, ScheduleRun, ScheduleView
-
-
-def _job_id(owner: str | None) -> str | None:
-    return str(job_of(owner)) if owner else None
+from gatehouse_api.resources.gates import gate_views
+from gatehouse_api.schemas import ScheduleList, ScheduleRun, ScheduleView
 
 
 class AccountGate:
@@ -26,14 +22,8 @@ class AccountGate:
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_admin(req)
-        self.gh.accounts.get(account_id)
-        state = self.gh.gate.inspect(str(account_id))
-        resp.media = GateView(
-            holder=_job_id(state.holder),
-            leaseMsLeft=state.lease_ms_left,
-            wanted=_job_id(state.wanted),
-            waiting=[_job_id(w.owner) for w in state.waiting],
-        ).model_dump(mode="json")
+        account = self.gh.accounts.get(account_id)
+        resp.media = gate_views(self.gh, [account])[0]["gate"]
 
 
 def schedule_views(gh: Gatehouse) -> list[ScheduleView]:

@@ -1,0 +1,125 @@
+"""Accounts & gates: every seller account with its gate, and one account's gate, pauses and timeline."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import falcon
+
+from gatehouse.job_types import REGISTRY
+from gatehouse_api.console.web import Page
+from gatehouse_api.resources.gates import account_gate_page, gate_views
+from gatehouse_api.resources.jobs import job_view
+
+PAGE = 50
+RECENT_JOBS = 50
+TIMELINE_SPAN = timedelta(hours=24)
+# The timeline's drawing: viewBox units (the SVG scales to the page's width).
+WIDTH, LANE, GAP = 1000, 22, 6
+
+
+def _param(req: falcon.Request):
+    """A filter form sends empty fields for "any": those are absent here."""
+    return lambda name: req.get_param(name) or None
+
+
+def _until(now: datetime, ms: int | None) -> datetime | None:
+    return None if ms is None else now + timedelta(milliseconds=ms)
+
+
+class Accounts(Page):
+    """GET /console/accounts: the twin of GET /v1/admin/accounts (name, hot, cursor)."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        param = _param(req)
+        found = account_gate_page(self.gh, param, limit=PAGE)
+        now = datetime.now(UTC)
+        leases = {a["accountId"]: _until(now, a["gate"]["leaseMsLeft"]) for a in found["items"]}
+        self.console.render(
+            req,
+            resp,
+            "accounts.html",
+            accounts=found["items"],
+            next_cursor=found["nextCursor"],
+            leases=leases,
+            name=param("name") or "",
+            hot=param("hot") == "true",
+        )
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run interval of a gated job on the timeline (x and width in viewBox units)."""
+
+    job: dict
+    lane: int
+    start: datetime
+    end: datetime
+    running: bool
+    x: float
+    width: float
+
+
+def timeline(jobs: list[dict], now: datetime) -> tuple[list[str], list[Run], datetime]:
+    """The gated jobs' runs (started → finished, or now) of the last 24 h: lanes by job type."""
+    since = now - TIMELINE_SPAN
+    spans = []
+    for j in jobs:
+        job_type = REGISTRY.get(j["type"])
+        if job_type is None or job_type.gate is None or not j["startedAt"]:
+            continue
+        start = datetime.fromisoformat(j["startedAt"])
+        end = datetime.fromisoformat(j["finishedAt"]) if j["finishedAt"] else now
+        if end >= since:
+            spans.append((j, max(start, since), end, not j["finishedAt"]))
+    if not spans:
+        return [], [], now
+    origin = min(s for _, s, _, _ in spans)
+    total = max((now - origin).total_seconds(), 1.0)
+    lanes = sorted({j["type"] for j, *_ in spans})
+    runs = []
+    for j, start, end, running in sorted(spans, key=lambda s: s[1]):
+        x = (start - origin).total_seconds() / total * WIDTH
+        width = max((end - start).total_seconds() / total * WIDTH, 2.0)
+        runs.append(
+            Run(j, lanes.index(j["type"]), start, end, running, round(x, 1), round(min(width, WIDTH - x), 1))
+        )
+    return lanes, runs, origin
+
+
+class Account(Page):
+    """GET /console/accounts/{accountId}: its gate (GET /v1/admin/accounts/{id}/gate), its
+    recent 429 pauses, the timeline of its gated jobs and its recent jobs (GET /v1/accounts/{id}/jobs)."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
+        account = self.gh.accounts.get(account_id)
+        view = gate_views(self.gh, [account])[0]
+        jobs = [job_view(j) for j in self.gh.jobs.list_jobs(account_id=account_id, limit=RECENT_JOBS)]
+        now = datetime.now(UTC)
+        lanes, runs, origin = timeline(jobs, now)
+        by_id = {j["jobId"]: j for j in jobs}
+        self.console.render(
+            req,
+            resp,
+            "account.html",
+            account=view,
+            gate=view["gate"],
+            lease_until=_until(now, view["gate"]["leaseMsLeft"]),
+            waited={
+                w["jobId"]: int((now - datetime.fromisoformat(w["waitingSince"])).total_seconds() * 1000)
+                for w in view["gate"]["waiters"]
+            },
+            jobs=jobs,
+            by_id=by_id,
+            lanes=lanes,
+            runs=runs,
+            origin=origin,
+            geometry={
+                "width": WIDTH,
+                "lane": LANE,
+                "gap": GAP,
+                "height": max(len(lanes), 1) * (LANE + GAP) + 20,
+            },
+        )

@@ -1,0 +1,111 @@
+"""Seller accounts with their gates (admin): who holds each, who waits, WB's recent 429 pauses.
+
+``gate_views`` is the one reading of a page of accounts: two Redis round trips for the whole
+page (``RedisGate.inspect_many`` and ``pauses.recent_many``), whatever its size. The JSON
+API and the console (gatehouse_api.console.accounts) both answer from it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import falcon
+
+from gatehouse.composition import Gatehouse
+from gatehouse.errors import ValidationFailed
+from gatehouse.gate import GateState, job_of
+from gatehouse.models import Account
+from gatehouse.wb import pauses
+from gatehouse_api.auth import require_admin
+from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit
+from gatehouse_api.schemas import AccountGatePage, AccountGateView, GateView, PauseView, WaiterView
+
+# A hot-only page walks the accounts newest first this many at a time until the page is full.
+HOT_CHUNK = 200
+NAME_MAX = 200
+
+
+def _job_id(owner: str | None) -> uuid.UUID | None:
+    return job_of(owner) if owner else None
+
+
+def gate_view(state: GateState, recent: list[pauses.Pause]) -> GateView:
+    return GateView(
+        holder=_job_id(state.holder),
+        leaseMsLeft=state.lease_ms_left,
+        wanted=_job_id(state.wanted),
+        waiting=[job_of(w.owner) for w in state.waiting],
+        waiters=[
+            WaiterView(
+                jobId=job_of(w.owner),
+                tier=w.tier,
+                waitingSince=datetime.fromtimestamp(w.first_wait_ms / 1000, UTC),
+            )
+            for w in state.waiting
+        ],
+        recentPauses=[
+            PauseView(jobId=p.job_id, at=p.at, resumeAt=p.resume_at, reason=p.reason) for p in recent
+        ],
+    )
+
+
+def is_hot(gate: GateView) -> bool:
+    """Held with jobs in line behind the holder, or WB paused one of its jobs lately."""
+    return (gate.holder is not None and bool(gate.waiting)) or bool(gate.recentPauses)
+
+
+def gate_views(gh: Gatehouse, accounts: list[Account]) -> list[dict]:
+    """Each account with its gate and recent pauses (AccountGateView), in two Redis round trips."""
+    ids = [str(a.id) for a in accounts]
+    states = gh.gate.inspect_many(ids)
+    recent = pauses.recent_many(gh.redis, ids)
+    views = []
+    for account, state, paused in zip(accounts, states, recent, strict=True):
+        gate = gate_view(state, paused)
+        views.append(
+            AccountGateView(
+                accountId=account.id,
+                name=account.name,
+                createdAt=account.created_at,
+                hot=is_hot(gate),
+                gate=gate,
+            ).model_dump(mode="json")
+        )
+    return views
+
+
+def account_gate_page(gh: Gatehouse, param: Callable[[str], str | None], *, limit: int) -> dict:
+    """A page (AccountGatePage) of accounts newest first, by ``param``'s name (a part of it, any
+    case), hot (``true``: hot ones only) and cursor."""
+    name = param("name")
+    if name is not None and len(name) > NAME_MAX:
+        raise ValidationFailed(f"name must be at most {NAME_MAX} characters", field="name")
+    hot_only = choice(param("hot"), "hot", ("true", "false")) == "true"
+    cursor = param("cursor")
+    before = decode_cursor(cursor) if cursor else None
+    found: list[tuple[Account, dict]] = []
+    while True:
+        chunk = gh.accounts.page(name=name, limit=HOT_CHUNK if hot_only else limit + 1, before=before)
+        found += [
+            (a, v) for a, v in zip(chunk, gate_views(gh, chunk), strict=True) if v["hot"] or not hot_only
+        ]
+        if not hot_only or len(found) > limit or len(chunk) < HOT_CHUNK:
+            break
+        before = (chunk[-1].created_at, chunk[-1].id)
+    page, more = found[:limit], len(found) > limit
+    return AccountGatePage(
+        items=[v for _, v in page], nextCursor=encode_cursor(page[-1][0]) if more else None
+    ).model_dump(mode="json")
+
+
+class AccountGates:
+    """Every seller account with its gate (admin), newest first: GET /v1/admin/accounts."""
+
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        require_admin(req)
+        resp.media = account_gate_page(self.gh, req.get_param, limit=page_limit(req.get_param("limit")))

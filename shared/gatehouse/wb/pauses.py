@@ -1,0 +1,79 @@
+"""Recent WB 429 pauses of each seller account: which job WB stopped, when, and until when.
+
+The worker records one when WB answered 429 and the job paused (gatehouse_worker.pipeline);
+operators read them (GET /v1/admin/accounts, the console) to see which account is hot.
+Each account keeps its last ``KEEP`` pauses for ``TTL_MS`` in a Redis list, newest first:
+LPUSH + LTRIM + PEXPIRE in one round trip. A pause is a fact for operators, never part of
+a job's outcome: ``record`` is best effort and the caller logs its Redis errors.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from redis import Redis
+
+KEEP = 20
+TTL_MS = 24 * 3600 * 1000
+
+
+def pauses_key(account_id: str) -> str:
+    # The braces are a Cluster hash tag, as in the gate's keys: one account, one slot.
+    return f"gatehouse:account:{{{account_id}}}:pauses"
+
+
+@dataclass(frozen=True)
+class Pause:
+    job_id: uuid.UUID
+    at: datetime
+    resume_at: datetime
+    reason: str
+
+
+def _ms(at: datetime) -> int:
+    return int(at.timestamp() * 1000)
+
+
+def _at(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, UTC)
+
+
+def record(
+    redis: Redis, account_id: str, job_id: uuid.UUID, *, at_ms: int, resume_at_ms: int, reason: str
+) -> None:
+    """Note a pause of ``job_id`` (WB stopped it at ``at_ms`` until ``resume_at_ms``), newest first."""
+    entry = json.dumps({"jobId": str(job_id), "at": at_ms, "resumeAt": resume_at_ms, "reason": reason})
+    key = pauses_key(account_id)
+    pipe = redis.pipeline(transaction=True)
+    pipe.lpush(key, entry)
+    pipe.ltrim(key, 0, KEEP - 1)
+    pipe.pexpire(key, TTL_MS)
+    pipe.execute()
+
+
+def recent_many(redis: Redis, account_ids: list[str], *, now: datetime | None = None) -> list[list[Pause]]:
+    """Each account's pauses of the last ``TTL_MS``, newest first, in one round trip."""
+    if not account_ids:
+        return []
+    pipe = redis.pipeline(transaction=False)
+    for account_id in account_ids:
+        pipe.lrange(pauses_key(account_id), 0, KEEP - 1)
+    since = _ms(now or datetime.now(UTC)) - TTL_MS
+    out = []
+    for raw_list in pipe.execute():
+        pauses = []
+        for raw in raw_list:
+            item = json.loads(raw)
+            if item["at"] >= since:
+                pauses.append(
+                    Pause(uuid.UUID(item["jobId"]), _at(item["at"]), _at(item["resumeAt"]), item["reason"])
+                )
+        out.append(pauses)
+    return out
+
+
+def recent(redis: Redis, account_id: str, *, now: datetime | None = None) -> list[Pause]:
+    return recent_many(redis, [account_id], now=now)[0]
