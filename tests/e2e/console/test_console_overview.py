@@ -107,11 +107,15 @@ def test_run_now_sends_the_tick_and_its_fan_out_creates_the_job_on_a_worker(cons
 
     # The page comes back with its note, and the tick's fan-out makes the sweep's job, which runs
     expect(page).to_have_url(f"{console.url}/console/schedules?ran=cart-abandonment")
-    expect(page.locator("[data-ran]")).to_have_text("Tick sent for cart-abandonment: a worker fans it out in a moment.")
+    expect(page.locator("[data-ran]")).to_have_text(
+        "Tick sent for cart-abandonment: a worker fans it out in a moment."
+    )
     rows = wait_until(
-        lambda: (r := sql("SELECT state FROM jobs WHERE type = :t", t=CART_ABANDONMENT_SWEEP.name))
-        and r[0].state == "completed"
-        and r,
+        lambda: (
+            (r := sql("SELECT state FROM jobs WHERE type = :t", t=CART_ABANDONMENT_SWEEP.name))
+            and r[0].state == "completed"
+            and r
+        ),
         timeout=30,
         what="the sweep job of the tick",
     )
