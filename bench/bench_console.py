@@ -64,7 +64,7 @@ INSERT INTO catalog_bulk_operations (id, type, status, request, product_ids, tot
                                      failed, failed_items, created_at)
 SELECT gen_random_uuid(), 'product_bulk_update', CASE WHEN i %% 5 = 0 THEN 'running' ELSE 'completed' END,
        '{}'::jsonb, '{}'::uuid[], 20000, 20000 - (i %% 5) * 1000, 19990, 10,
-       (SELECT jsonb_agg(jsonb_build_object('productId', gen_random_uuid(), 'error', 'unknown product'))
+       (SELECT jsonb_agg(jsonb_build_object('productId', gen_random_uuid(), 'reason', 'unknown product'))
         FROM generate_series(1, 10)), now() - i * interval '1 minute'
 FROM generate_series(1, 500) i;
 
