@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import html
 import re
+import time
 import uuid
 
 import pytest
 from falcon import testing
 
+from gatehouse.composition import bootstrap
 from gatehouse.schedules import DEFAULTS
 from gatehouse.workers import Liveness, WorkerBeat
 from gatehouse_api.app import create_app
 from gatehouse_api.console.session import COOKIE
+from gatehouse_api.resources.overview import StoreChecks
 from tests.conftest import ADMIN_TOKEN
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
@@ -168,3 +171,46 @@ def test_run_now_without_the_token_or_for_no_schedule_sends_nothing(client, cook
 def test_the_note_names_only_a_schedule(client, cookie):
     page = client.simulate_get("/console/schedules?ran=<script>alert(1)</script>", headers=cookie).text
     assert "Tick sent" not in page and "<script>alert(1)" not in page
+
+
+@pytest.mark.parametrize("down", ["postgresql", "redis"])
+def test_a_store_that_does_not_answer_leaves_only_its_numbers_unknown(client, cookie, gh, monkeypatch, down):
+    # The readiness probes say one store is down (a real outage is tests/e2e; here only the checks lie)
+    checks = {"postgresql": "ok", "redis": "ok", down: "down: no answer within 300 ms"}
+    monkeypatch.setattr(StoreChecks, "__call__", lambda self: dict(checks))
+
+    twin = client.simulate_get("/v1/admin/overview", headers=ADMIN)
+    page = client.simulate_get("/console", headers=cookie)
+
+    assert twin.status_code == 200 and page.status_code == 200
+    assert twin.json["stores"] == checks
+    user = next(q for q in twin.json["queues"] if q["name"] == "wb-user")
+    store = re.search(rf'data-store="{down}">(.*?)</div>', page.text, re.S).group(1)
+    assert "down" in store and "no answer within 300 ms" in store
+    if down == "postgresql":
+        assert user["ready"] is None and user["paused"] is None and user["deadLetters"] == 0
+        assert cell(row(page.text, "queue", "wb-user"), "ready") == "unknown"
+        assert twin.json["schedules"] is not None
+    else:
+        assert user["ready"] == 0 and user["deadLetters"] is None
+        assert twin.json["workers"] is None and twin.json["schedules"] is None
+        assert "Unknown: Redis, where workers beat, did not answer." in page.text
+
+
+def test_with_redis_really_gone_the_overview_still_answers_fast_with_what_postgresql_knows(settings, gh, sql):
+    add_job(sql, "wb-user", "waiting")
+    gone = bootstrap(
+        settings.model_copy(update={"redis_url": "redis://127.0.0.1:1/0", "redis_timeout_ms": 200})
+    )
+    try:
+        client = testing.TestClient(create_app(gone))
+        started = time.monotonic()
+        twin = client.simulate_get("/v1/admin/overview", headers=ADMIN)
+        took = time.monotonic() - started
+    finally:
+        gone.close()
+    assert twin.status_code == 200, twin.text
+    assert twin.json["stores"]["postgresql"] == "ok" and twin.json["stores"]["redis"].startswith("down")
+    user = next(q for q in twin.json["queues"] if q["name"] == "wb-user")
+    assert user["ready"] == 1 and user["deadLetters"] is None and twin.json["workers"] is None
+    assert took < 1.5, took
