@@ -20,6 +20,7 @@ from redis import Redis, RedisError
 from sqlalchemy import Engine
 
 from gatehouse import job_types as jt
+from gatehouse import progress as P
 from gatehouse.accounts import Accounts
 from gatehouse.bucket import RedisTokenBucket
 from gatehouse.catalog import CatalogStore
@@ -28,9 +29,9 @@ from gatehouse.crypto import TokenCipher
 from gatehouse.db import make_engine
 from gatehouse.dispatch import Dispatcher
 from gatehouse.events import EventBus
-from gatehouse.gate import RedisGate
+from gatehouse.gate import RedisGate, owner
 from gatehouse.job_types import JobType
-from gatehouse.jobs import Accepted, Delivery, JobStore
+from gatehouse.jobs import Accepted, Delivery, JobRecord, JobStore
 from gatehouse.jobs import pool as job_pool
 from gatehouse.modules import ModuleStates
 from gatehouse.search import SearchStore
@@ -85,6 +86,43 @@ class Gatehouse:
         if created:
             self.enqueue(self.jobs.delivery_of(job))
         return job, created
+
+    def retry(self, job_id: uuid.UUID, *, actor: str) -> JobRecord:
+        """An operator's retry: a failed job runs again with fresh attempts (its policy's number).
+
+        Like ``submit``: the row first (failed → waiting under a new delivery, audited), then the
+        message. Raises NotFound, or Conflict JOB_NOT_FAILED / JOB_ALREADY_LIVE (gatehouse.jobs).
+        """
+        job = self.jobs.get(job_id)
+        job_type = jt.REGISTRY.get(job.type) if job is not None else None
+        moved = self.jobs.retry(
+            job_id,
+            actor=actor,
+            max_attempts=job_type.policy(self.settings).attempts if job_type else None,
+        )
+        self.enqueue(self.jobs.delivery_of(moved))
+        return moved
+
+    def cancel(self, job_id: uuid.UUID, *, actor: str) -> JobRecord:
+        """An operator's cancel: a waiting or delayed job ends failed (``cancelled``), audited.
+
+        Its message, if any, is stale from then on (the claim takes only waiting|delayed rows). A
+        job parked on its account's gate leaves the line, so a release no longer wakes it. Raises
+        NotFound, or Conflict JOB_ACTIVE / JOB_FINISHED (gatehouse.jobs).
+        """
+        cancelled = self.jobs.cancel(
+            job_id,
+            actor=actor,
+            error={"code": P.CANCELLED, "message": f"cancelled by an operator ({actor})"},
+            progress=P.stored(P.FAILED, reason=P.CANCELLED),
+        )
+        if cancelled.account_id is not None:
+            try:
+                self.gate.forget(str(cancelled.account_id), owner(cancelled.queue, cancelled.id))
+            except RedisError as exc:
+                # Harmless: a waiter expires with the waiting set, and a release skips a finished row.
+                log.warning("job %s is cancelled but still in its account's gate line (%s)", job_id, exc)
+        return cancelled
 
     def enqueue(self, delivery: Delivery) -> None:
         """Send the message of a job whose row is committed; if Redis fails, reconciliation will."""

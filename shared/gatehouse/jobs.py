@@ -9,7 +9,11 @@ The conditions are the concurrency story:
 - every later write of a run is fenced by ``claims`` and ``state = 'active'``,
   so a worker that lost its row cannot overwrite it;
 - requeue: an active row whose worker is dead or whose lease ran out goes
-  back to ``waiting`` under a new delivery (the dead run's message is stale).
+  back to ``waiting`` under a new delivery (the dead run's message is stale);
+- an operator's retry: failed → waiting with fresh attempts under a new
+  delivery (the live-job indexes refuse a second live job of its kind); an
+  operator's cancel: waiting|delayed → failed, the row never claimed again.
+  Each writes its audit row in the same statement.
 
 This is the hot path of every job, so it is plain SQL run by psycopg on a
 pool of autocommit connections: each statement is one round trip, prepared by
@@ -30,11 +34,13 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from psycopg import Cursor
+from psycopg.errors import UniqueViolation
 from psycopg.rows import class_row, namedtuple_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from gatehouse import progress as P
+from gatehouse.errors import Conflict, NotFound
 from gatehouse.paging import newest_first
 
 T = TypeVar("T")
@@ -225,12 +231,47 @@ UPDATE jobs SET delivery = delivery + 1, resume_at = now(),
   progress = jsonb_set(progress, '{resumeAt}', to_jsonb(%(now)s::text)), updated_at = now()
 WHERE id = %(id)s AND state = 'delayed' AND progress->>'phase' = %(phase)s
 RETURNING id, queue, type, delivery, resume_at"""
-# Stopped before it ran again (a webhook endpoint answered 410 Gone): waiting|delayed → failed.
-SQL_CANCEL = """
+# Stopped before it ran again: waiting|delayed → failed, for a webhook endpoint that answered
+# 410 Gone (its jobs, in the endpoint's transaction) or on an operator's word (SQL_CANCEL_AUDITED).
+# The rows are locked first, so ``was`` is the state each one had when it was stopped.
+_JOB_COLUMNS = ", ".join(f"jobs.{f.name}" for f in fields(JobRecord))
+SQL_CANCEL = f"""
 UPDATE jobs SET state = 'failed', error = %(error)s, progress = %(progress)s, resume_at = NULL,
   finished_at = now(), updated_at = now()
-WHERE id = ANY(%(ids)s) AND state IN ('waiting', 'delayed')
-RETURNING id"""
+FROM (SELECT id, state FROM jobs WHERE id = ANY(%(ids)s) AND state IN ('waiting', 'delayed') FOR UPDATE) AS was
+WHERE jobs.id = was.id
+RETURNING {_JOB_COLUMNS}, was.state AS was"""
+# The change and its audit row (actor, before/after of what changed), in one statement.
+_AUDITED = """
+WITH moved AS ({change}), audited AS (
+  INSERT INTO audit_log (actor, action, entity, entity_id, before, after)
+  SELECT %(actor)s, '{action}', 'job', id::text, {before}, {after} FROM moved
+)
+SELECT {columns} FROM moved"""
+SQL_CANCEL_AUDITED = _AUDITED.format(
+    change=SQL_CANCEL,
+    action="job.cancel",
+    before="jsonb_build_object('state', was)",
+    after="jsonb_build_object('state', state, 'error', error)",
+    columns=COLUMNS,
+)
+# An operator's retry: failed → waiting, as if just created (attempt 1, no progress, outcome or
+# eta) under a new delivery; the checkpoint stays, so a resumable job carries on. A second live
+# job of its account and type (or a second live system job) breaks a live-job index: refused.
+SQL_RETRY = _AUDITED.format(
+    change=f"""
+UPDATE jobs SET state = 'waiting', delivery = delivery + 1, attempt = 1,
+  max_attempts = coalesce(%(max_attempts)s::int, jobs.max_attempts), progress = NULL, result = NULL,
+  error = NULL, resume_at = NULL, lease_until = NULL, worker = NULL, finished_at = NULL, updated_at = now()
+FROM (SELECT id, error FROM jobs WHERE id = %(id)s AND state = 'failed' FOR UPDATE) AS was
+WHERE jobs.id = was.id
+RETURNING {_JOB_COLUMNS}, was.error AS was""",
+    action="job.retry",
+    before="jsonb_build_object('state', 'failed', 'error', was)",
+    after="jsonb_build_object('state', state, 'error', NULL)",
+    columns=COLUMNS,
+)
+LIVE_INDEXES = ("jobs_one_live_per_account_type", "jobs_one_live_system_job")
 SQL_RUNNING_WORKERS = "SELECT DISTINCT worker FROM jobs WHERE state = 'active' AND worker IS NOT NULL"
 # Back in line: the runs of dead workers, and runs whose lease ran out (whoever held them).
 SQL_REQUEUE = """
@@ -472,6 +513,73 @@ class JobStore:
         """Make a job delayed in ``phase`` due now under a new delivery (its old copy goes stale)."""
         row = self._one(SQL_WAKE, {"id": job_id, "phase": phase, "now": utcnow().isoformat()}, _Moved)
         return _delivery(row) if row else None
+
+    # -- operator side ---------------------------------------------------------------
+
+    def retry(self, job_id: uuid.UUID, *, actor: str, max_attempts: int | None = None) -> JobRecord:
+        """A failed job back in line with fresh attempts (``max_attempts``: its policy's, else kept).
+
+        Returns the row as moved (the caller sends its delivery). Raises NotFound, or Conflict:
+        JOB_NOT_FAILED, or JOB_ALREADY_LIVE naming the live job of its kind.
+        """
+        params = dict(id=job_id, actor=actor, max_attempts=max_attempts)
+        # The live job can finish between the refused update and the read; then the next update succeeds.
+        for _ in range(5):
+            try:
+                row = self._one(SQL_RETRY, params, JobRecord)
+            except UniqueViolation as exc:
+                if exc.diag.constraint_name not in LIVE_INDEXES:
+                    raise
+                job = self._existing(job_id)
+                system = job.account_id is None and job.tier == "scheduled"
+                live = self._one(
+                    SQL_LIVE_SYSTEM if system else SQL_LIVE,
+                    {"account_id": job.account_id, "type": job.type},
+                    Accepted,
+                )
+                if live is None:
+                    continue
+                of = "system job" if system else f"job of account {job.account_id}"
+                raise Conflict(
+                    f"job {live.id} is the live {job.type} {of} ({live.state}); "
+                    f"job {job_id} can be retried once it has finished",
+                    code="JOB_ALREADY_LIVE",
+                ) from None
+            if row is not None:
+                return row
+            job = self._existing(job_id)
+            raise Conflict(
+                f"job {job_id} is {job.state}; only a failed job is retried", code="JOB_NOT_FAILED"
+            )
+        raise RuntimeError(f"could not retry job {job_id} nor find the live job of its kind")
+
+    def cancel(
+        self, job_id: uuid.UUID, *, actor: str, error: dict[str, Any], progress: dict[str, Any]
+    ) -> JobRecord:
+        """A waiting or delayed job ends failed with ``error``; its message, if any, is then stale.
+
+        Raises NotFound, or Conflict: JOB_ACTIVE (a worker runs it), JOB_FINISHED.
+        """
+        params = dict(ids=[job_id], actor=actor, error=Jsonb(error), progress=Jsonb(progress))
+        # A row not waiting when the update ran may be by the time it is read (a requeue): again.
+        for _ in range(5):
+            row = self._one(SQL_CANCEL_AUDITED, params, JobRecord)
+            if row is not None:
+                return row
+            job = self._existing(job_id)
+            if job.state == "active":
+                raise Conflict(
+                    f"job {job_id} is running; it can be cancelled while it waits", code="JOB_ACTIVE"
+                )
+            if job.state in ("completed", "failed"):
+                raise Conflict(f"job {job_id} has already {job.state}", code="JOB_FINISHED")
+        raise RuntimeError(f"could not cancel job {job_id}")
+
+    def _existing(self, job_id: uuid.UUID) -> JobRecord:
+        job = self.get(job_id)
+        if job is None:
+            raise NotFound(f"job {job_id} not found")
+        return job
 
     # -- recovery --------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ PHASES = (RUNNING, WAITING_ACCOUNT, RATE_LIMITED, WAITING_ENDPOINT, RETRYING, CO
 
 # Reasons recorded by the worker (progress.reason / error.code).
 WB_429 = "wb-429"
+CANCELLED = "cancelled"  # an operator stopped the job while it waited (POST /v1/jobs/{id}/cancel)
 
 
 def stored(
@@ -81,6 +82,7 @@ FAILURE_TEXT = {
     "wb-unauthorized": "Wildberries отклонил токен кабинета (401)",
     "wb-forbidden": "Wildberries запретил доступ к методу (403)",
     "wb-bad-request": "Wildberries отклонил запрос (400)",
+    CANCELLED: "задача отменена оператором",
 }
 GENERIC_FAILURE = "задача завершилась с ошибкой"
 
@@ -115,8 +117,10 @@ def message(
             return "Пропущено: по кабинету выполнялась другая задача — возьмём в следующий раз"
         return "Готово"
     if phase == FAILED:
-        # «после 1 попытки / 2 попыток / 21 попытки» (genitive after «после»).
-        tries = f" после {attempt} {plural(attempt, 'попытки', 'попыток', 'попыток')}" if attempt > 1 else ""
+        # «после 1 попытки / 2 попыток / 21 попытки» (genitive after «после»); a cancelled job's
+        # ``attempt`` is the one it was waiting to run, so its tries are not counted.
+        tried = attempt > 1 and reason != CANCELLED
+        tries = f" после {attempt} {plural(attempt, 'попытки', 'попыток', 'попыток')}" if tried else ""
         return f"Не получилось{tries}: {_failure(reason)}"
     return "Задача выполняется"
 

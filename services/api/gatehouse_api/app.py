@@ -59,6 +59,8 @@ def create_app(gh: Gatehouse) -> falcon.App:
         "/v1/accounts/{account_id:uuid}/autobidder/sync": jobs.AutobidderSync(gh),
         "/v1/accounts/{account_id:uuid}/jobs": jobs.AccountJobs(gh),
         "/v1/jobs/{job_id:uuid}": jobs.JobStatus(gh),
+        "/v1/jobs/{job_id:uuid}/retry": jobs.JobRetry(gh),
+        "/v1/jobs/{job_id:uuid}/cancel": jobs.JobCancel(gh),
         "/v1/admin/accounts": gates.AccountGates(gh),
         "/v1/admin/accounts/{account_id:uuid}/gate": admin.AccountGate(gh),
         "/v1/admin/jobs": jobs.AdminJobs(gh),

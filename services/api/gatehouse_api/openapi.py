@@ -29,7 +29,8 @@ ERRORS = {
     404: "no such resource (or not visible to this key); MODULE_DISABLED: its module is not installed",
     409: (
         "collides with what is stored (`code` CONFLICT, `field` names it): a taken email, sku or code; "
-        "or the state forbids it (ENDPOINT_DISABLED, NOT_REPLAYABLE, MODULE_DISABLED: its module is disabled)"
+        "or the state forbids it (ENDPOINT_DISABLED, NOT_REPLAYABLE, JOB_NOT_FAILED, JOB_ALREADY_LIVE, "
+        "JOB_ACTIVE, JOB_FINISHED, MODULE_DISABLED: its module is disabled)"
     ),
     413: "body too large",
     415: "body is not application/json",
@@ -449,6 +450,42 @@ def me_paths(d: Document) -> dict[str, Any]:
     }
 
 
+def job_paths(d: Document) -> dict[str, Any]:
+    """A job's status (its account's key or admin) and an operator's retry and cancel (admin)."""
+    job = uuid_param("jobId")
+    retry = d.operation(
+        "Run a failed job again with fresh attempts (admin); the change is audited",
+        (202, s.JobView, "back in line (waiting, attempt 1) and enqueued; poll its Location"),
+        (401, 403, 404, 409),
+        params=[job],
+    )
+    retry["responses"]["409"]["description"] = (
+        "JOB_NOT_FAILED: only a failed job is retried; JOB_ALREADY_LIVE: its account (or, for a "
+        "system job, the system) has a live job of its type, named in `detail`"
+    )
+    cancel = d.operation(
+        "Cancel a waiting or delayed job (admin): it ends failed, error code `cancelled`; audited",
+        (200, s.JobView, "the job, failed; it leaves its account's gate line and never runs"),
+        (401, 403, 404, 409),
+        params=[job],
+    )
+    cancel["responses"]["409"]["description"] = (
+        "JOB_ACTIVE: a worker runs it now; JOB_FINISHED: it has already completed or failed"
+    )
+    return {
+        "/v1/jobs/{jobId}": {
+            "get": d.operation(
+                "Poll a job: state and what it is doing or waiting for",
+                (200, s.JobView, "the job"),
+                (401, 404),
+                params=[job],
+            )
+        },
+        "/v1/jobs/{jobId}/retry": {"post": retry},
+        "/v1/jobs/{jobId}/cancel": {"post": cancel},
+    }
+
+
 def build() -> dict[str, Any]:
     d = Document()
     account = uuid_param("accountId")
@@ -511,14 +548,7 @@ def build() -> dict[str, Any]:
                 ],
             )
         },
-        "/v1/jobs/{jobId}": {
-            "get": d.operation(
-                "Poll a job: state and what it is doing or waiting for",
-                (200, s.JobView, "the job"),
-                (401, 404),
-                params=[uuid_param("jobId")],
-            )
-        },
+        **job_paths(d),
         "/v1/admin/accounts": {
             "get": d.operation(
                 "Every seller account with its gate and WB's 429 pauses of the last 24 h, newest first (admin)",

@@ -1,4 +1,4 @@
-"""Creating jobs (202 + alreadyRunning) and reading their status."""
+"""Creating jobs (202 + alreadyRunning), reading their status, and an operator's retry and cancel."""
 
 from __future__ import annotations
 
@@ -85,6 +85,31 @@ class JobStatus:
         if job is None or not principal(req).may_see(job.account_id):
             raise NotFound(f"job {job_id} not found")
         resp.media = job_view(job)
+
+
+class JobRetry:
+    """A failed job runs again with fresh attempts (admin): 202 and the job, waiting."""
+
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, job_id: uuid.UUID) -> None:
+        require_admin(req)
+        job = self.gh.retry(job_id, actor=principal(req).actor)
+        resp.status = 202
+        resp.location = f"/v1/jobs/{job.id}"
+        resp.media = job_view(job)
+
+
+class JobCancel:
+    """A waiting or delayed job ends failed, error code ``cancelled`` (admin): 200 and the job."""
+
+    def __init__(self, gh: Gatehouse) -> None:
+        self.gh = gh
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, job_id: uuid.UUID) -> None:
+        require_admin(req)
+        resp.media = job_view(self.gh.cancel(job_id, actor=principal(req).actor))
 
 
 class AccountJobs:
