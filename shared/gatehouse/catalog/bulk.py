@@ -593,10 +593,12 @@ class BulkStore:
         type: str | None = None,
         limit: int = 50,
         before: tuple[datetime, uuid.UUID] | None = None,
+        failed_items: bool = True,
     ) -> list[OperationRecord]:
-        """Newest first."""
+        """Newest first; without ``failed_items`` each record's list is empty (not read: up to 1,000 each)."""
+        columns = COLUMNS if failed_items else COLUMNS.replace("failed_items", "'[]'::jsonb AS failed_items")
         sql, params = newest_first(
-            f"SELECT {COLUMNS} FROM catalog_bulk_operations",
+            f"SELECT {columns} FROM catalog_bulk_operations",
             {"status": status, "type": type},
             limit=limit,
             before=before,

@@ -46,7 +46,9 @@ def summary(op: dict[str, Any]) -> list[tuple[str, str]]:
 class BulkOperations(Page):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         status = query(req, "status")
-        page = operation_page(self.gh, status=status, type=None, limit=PAGE, cursor=query(req, "cursor"))
+        page = operation_page(
+            self.gh, status=status, type=None, limit=PAGE, cursor=query(req, "cursor"), failed_items=False
+        )
         self.console.render(
             req,
             resp,
