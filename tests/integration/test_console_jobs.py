@@ -252,3 +252,30 @@ def test_a_job_page_shows_its_row_and_checkpoint(client, cookie, gh):
         client, cookie, f"/console/jobs/{waiter}"
     )
     page(client, cookie, f"/console/jobs/{uuid.uuid4()}", status=404)
+
+
+def test_cancel_and_retry_from_the_console(client, cookie, gh):
+    _, holder, waiter = busy_account(gh)
+    token = csrf(page(client, cookie, f"/console/jobs/{waiter}"))
+
+    def post(path: str):
+        return client.simulate_post(path, body=f"csrf={token}", headers={**cookie, **FORM})
+
+    assert (
+        client.simulate_post(f"/console/jobs/{waiter}/cancel", headers={**cookie, **FORM}).status_code == 403
+    )
+    assert gh.jobs.get(waiter).state == "delayed"
+    cancelled = post(f"/console/jobs/{waiter}/cancel")
+    assert cancelled.status_code == 303 and cancelled.headers["location"] == f"/console/jobs/{waiter}"
+    status = client.simulate_get(f"/v1/jobs/{waiter}", headers=ADMIN).json
+    assert status["state"] == "failed" and status["error"]["code"] == "cancelled"
+    # A running job is refused with the reason, on its page, and stays as it was
+    refused = post(f"/console/jobs/{holder}/cancel")
+    assert (
+        refused.status_code == 409 and "is running" in refused.text and gh.jobs.get(holder).state == "active"
+    )
+
+    retried = post(f"/console/jobs/{waiter}/retry")
+    assert retried.status_code == 303 and gh.jobs.get(waiter).state == "waiting"
+    again = post(f"/console/jobs/{waiter}/retry")
+    assert again.status_code == 409 and "only a failed job is retried" in again.text

@@ -16,8 +16,9 @@ from gatehouse_api.resources.jobs import job_view
 PAGE = 50
 RECENT_JOBS = 50
 TIMELINE_SPAN = timedelta(hours=24)
+TIMELINE_MIN = timedelta(minutes=1)  # the shortest window drawn: a run that just began is a sliver, not all
 # The timeline's drawing: viewBox units (the SVG scales to the page's width).
-WIDTH, LANE, GAP = 1000, 22, 6
+WIDTH, LANE, GAP = 1000, 30, 8
 
 
 def _param(req: falcon.Request):
@@ -76,8 +77,8 @@ def timeline(jobs: list[dict], now: datetime) -> tuple[list[str], list[Run], dat
             spans.append((j, max(start, since), end, not j["finishedAt"]))
     if not spans:
         return [], [], now
-    origin = min(s for _, s, _, _ in spans)
-    total = max((now - origin).total_seconds(), 1.0)
+    origin = min(min(s for _, s, _, _ in spans), now - TIMELINE_MIN)
+    total = (now - origin).total_seconds()
     lanes = sorted({j["type"] for j, *_ in spans})
     runs = []
     for j, start, end, running in sorted(spans, key=lambda s: s[1]):
