@@ -279,3 +279,16 @@ def test_cancel_and_retry_from_the_console(client, cookie, gh):
     assert retried.status_code == 303 and gh.jobs.get(waiter).state == "waiting"
     again = post(f"/console/jobs/{waiter}/retry")
     assert again.status_code == 409 and "only a failed job is retried" in again.text
+
+
+def test_a_job_page_takes_a_row_written_by_older_code(client, cookie, gh, sql):
+    # progress without a reason, an error without a message: rows of earlier releases, or seeded
+    account = gh.accounts.create("Shop", "token").id
+    job, _ = gh.submit(IMPORT_USER_FEEDS, account_id=account, payload={})
+    sql(
+        """UPDATE jobs SET state = 'failed', progress = '{"phase": "failed"}', error = '{"code": "wb-error"}',
+           finished_at = now() WHERE id = :id""",
+        id=job.id,
+    )
+    html = page(client, cookie, f"/console/jobs/{job.id}")
+    assert "wb-error" in html and 'action="/console/jobs/' + str(job.id) + '/retry"' in html

@@ -51,29 +51,33 @@ def gate_view(state: GateState, recent: list[pauses.Pause]) -> GateView:
     )
 
 
-def is_hot(gate: GateView) -> bool:
+def is_hot(state: GateState, recent: list[pauses.Pause]) -> bool:
     """Held with jobs in line behind the holder, or WB paused one of its jobs lately."""
-    return (gate.holder is not None and bool(gate.waiting)) or bool(gate.recentPauses)
+    return (state.holder is not None and bool(state.waiting)) or bool(recent)
+
+
+Reading = tuple[Account, GateState, list[pauses.Pause]]
+
+
+def _read(gh: Gatehouse, accounts: list[Account]) -> list[Reading]:
+    """Each account's gate and recent pauses, in two Redis round trips for all of them."""
+    ids = [str(a.id) for a in accounts]
+    return list(zip(accounts, gh.gate.inspect_many(ids), pauses.recent_many(gh.redis, ids), strict=True))
+
+
+def _view(account: Account, state: GateState, recent: list[pauses.Pause]) -> dict:
+    return AccountGateView(
+        accountId=account.id,
+        name=account.name,
+        createdAt=account.created_at,
+        hot=is_hot(state, recent),
+        gate=gate_view(state, recent),
+    ).model_dump(mode="json")
 
 
 def gate_views(gh: Gatehouse, accounts: list[Account]) -> list[dict]:
     """Each account with its gate and recent pauses (AccountGateView), in two Redis round trips."""
-    ids = [str(a.id) for a in accounts]
-    states = gh.gate.inspect_many(ids)
-    recent = pauses.recent_many(gh.redis, ids)
-    views = []
-    for account, state, paused in zip(accounts, states, recent, strict=True):
-        gate = gate_view(state, paused)
-        views.append(
-            AccountGateView(
-                accountId=account.id,
-                name=account.name,
-                createdAt=account.created_at,
-                hot=is_hot(gate),
-                gate=gate,
-            ).model_dump(mode="json")
-        )
-    return views
+    return [_view(*reading) for reading in _read(gh, accounts)]
 
 
 def account_gate_page(gh: Gatehouse, param: Callable[[str], str | None], *, limit: int) -> dict:
@@ -85,18 +89,16 @@ def account_gate_page(gh: Gatehouse, param: Callable[[str], str | None], *, limi
     hot_only = choice(param("hot"), "hot", ("true", "false")) == "true"
     cursor = param("cursor")
     before = decode_cursor(cursor) if cursor else None
-    found: list[tuple[Account, dict]] = []
+    found: list[Reading] = []
     while True:
         chunk = gh.accounts.page(name=name, limit=HOT_CHUNK if hot_only else limit + 1, before=before)
-        found += [
-            (a, v) for a, v in zip(chunk, gate_views(gh, chunk), strict=True) if v["hot"] or not hot_only
-        ]
+        found += [r for r in _read(gh, chunk) if not hot_only or is_hot(r[1], r[2])]
         if not hot_only or len(found) > limit or len(chunk) < HOT_CHUNK:
             break
         before = (chunk[-1].created_at, chunk[-1].id)
     page, more = found[:limit], len(found) > limit
     return AccountGatePage(
-        items=[v for _, v in page], nextCursor=encode_cursor(page[-1][0]) if more else None
+        items=[_view(*r) for r in page], nextCursor=encode_cursor(page[-1][0]) if more else None
     ).model_dump(mode="json")
 
 
