@@ -177,6 +177,19 @@ def test_endpoint_actions_replay_all_dead_since_rotate_secret_send_test_disable(
     assert {g.webhook_id for g in receiver.received[6:]} == {e.id for e in events}
     assert console.axe() == []
 
+    # The endpoints page's counts move on their own, and a refresh keeps a date being typed
+    page = console.open("/console/webhooks/endpoints")
+    counts = page.locator(f"[id='counts-{endpoint_id}']")
+    expect(counts).to_contain_text("delivered 2")
+    field = page.locator(f"tr[data-endpoint='{endpoint_id}']").get_by_label("Dead since (UTC, empty: all)")
+    field.fill(since)
+    refreshed = page.evaluate("document.body.dataset.refreshedAt || ''")
+    publish(wh)
+    expect(counts).to_contain_text("delivered 3", timeout=30_000)
+    assert page.evaluate("document.body.dataset.refreshedAt || ''") != refreshed
+    expect(field).to_have_value(since)
+    wait_until(lambda: len(receiver.received) == 9, timeout=10, what="the new event")
+
     # When the secret is rotated, the new one shows once, on the answer
     page = console.open("/console/webhooks/endpoints")
     page.locator(f"tr[data-endpoint='{endpoint_id}']").get_by_role("button", name="Rotate secret").click()
@@ -194,7 +207,7 @@ def test_endpoint_actions_replay_all_dead_since_rotate_secret_send_test_disable(
     expect(page.locator("#delivery [data-status]")).to_have_text("delivered", timeout=30_000)
     expect(page.locator("#payload")).to_contain_text("webhook.test")
     test = wait_until(
-        lambda: len(receiver.received) == 9 and receiver.received[8], timeout=10, what="the test"
+        lambda: len(receiver.received) == 10 and receiver.received[9], timeout=10, what="the test"
     )
     assert test.event["type"] == "webhook.test" and test.verified_by == (0, 1)
 
