@@ -12,8 +12,6 @@ from gatehouse_api.console import accounts as account_pages
 from gatehouse_api.console import bulk as bulk_pages
 from gatehouse_api.console import jobs as job_pages
 from gatehouse_api.console import modules, signin
-from gatehouse_api.console import bulk as bulk_pages
-from gatehouse_api.console import webhooks as webhook_pages
 from gatehouse_api.console import overview as overview_pages
 from gatehouse_api.console import schedules as schedule_pages
 from gatehouse_api.console import webhooks as webhook_pages
