@@ -19,9 +19,11 @@ def phase(gh, job_id) -> str | None:
 
 def held_gate(gh, name="Магазин «Север»"):
     """A gated probe job holding its account's gate (running for a minute), a second one waiting;
-    before them, a short one that held the gate and let it go."""
+    before them, a short one that WB paused once (a 429) and that then completed."""
     account = gh.accounts.create(name, "token").id
-    earlier = gh.submit(GATED_USER_B, account_id=account, payload={"seconds": 1.5})[0].id
+    earlier = gh.submit(GATED_USER_B, account_id=account, payload={"seconds": 1.5, "pause_once_ms": 300})[
+        0
+    ].id
     wait_until(
         lambda: gh.jobs.get(earlier).state == "completed", timeout=30, what="the first job to complete"
     )
@@ -29,7 +31,7 @@ def held_gate(gh, name="Магазин «Север»"):
     wait_until(lambda: gh.jobs.get(holder).started_at, timeout=30, what="the holder to start")
     waiter = gh.submit(GATED_USER_B, account_id=account, payload={"seconds": 0.1})[0].id
     wait_until(lambda: phase(gh, waiter) == "waiting-account", timeout=30, what="the second job to wait")
-    return account, holder, waiter
+    return account, holder, waiter, earlier
 
 
 def ticking(locator) -> None:
@@ -40,7 +42,7 @@ def ticking(locator) -> None:
 
 
 def test_see_a_gate_held_and_a_job_waiting_with_its_countdown(console, gh):
-    account, holder, waiter = held_gate(gh)
+    account, holder, waiter, earlier = held_gate(gh)
     quiet = gh.accounts.create("Quiet shop", "token").id
 
     # The account's page: the holder, its lease ticking down, the waiting job in line
@@ -50,6 +52,9 @@ def test_see_a_gate_held_and_a_job_waiting_with_its_countdown(console, gh):
     expect(gate.locator(f"tr[data-waiter='{waiter}']")).to_contain_text("user")
     ticking(gate.locator("time[data-countdown]").first)
     # … the holder's run on the timeline (and in its text twin), the waiter among the recent jobs
+    # … WB's 429 pause of the earlier job, and the runs of who held the gate when
+    expect(page.locator("#pauses")).to_contain_text(str(earlier)[:8])
+    expect(page.locator("#pauses")).to_contain_text("wb-429")
     runs = page.locator("#timeline ol.runs li")
     expect(runs).to_have_count(2)
     expect(runs.nth(0)).to_contain_text("completed")

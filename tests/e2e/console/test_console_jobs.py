@@ -44,7 +44,7 @@ def test_retry_a_failed_job_and_see_it_run_again(console, gh, sql):
 
 
 def test_cancel_a_waiting_job_and_see_it_cancelled(console, gh):
-    _, holder, waiter = held_gate(gh)
+    _, holder, waiter, _ = held_gate(gh)
 
     page = console.open(f"/console/jobs/{waiter}")
     expect(page.locator("#job")).to_contain_text("waiting-account")

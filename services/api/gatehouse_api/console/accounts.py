@@ -16,7 +16,7 @@ from gatehouse_api.resources.jobs import job_view
 PAGE = 50
 RECENT_JOBS = 50
 TIMELINE_SPAN = timedelta(hours=24)
-TIMELINE_MIN = timedelta(minutes=1)  # the shortest window drawn: a run that just began is a sliver, not all
+TIMELINE_MIN = timedelta(seconds=10)  # the shortest window drawn: a run that just began is not all of it
 # The timeline's drawing: viewBox units (the SVG scales to the page's width).
 WIDTH, LANE, GAP = 1000, 30, 8
 
