@@ -87,13 +87,13 @@ def seed(settings, gh) -> None:
     types = list(REGISTRY.values())
     with psycopg.connect(settings.libpq_url, autocommit=True) as conn:
         params = {
-                "accounts": ACCOUNTS,
-                "jobs": JOBS,
-                "types": [t.name for t in types],
-                "queues": [t.queue for t in types],
-                "tiers": [t.tier for t in types],
-                "scoped": [t.gate is not None for t in types],
-                "ntypes": len(types),
+            "accounts": ACCOUNTS,
+            "jobs": JOBS,
+            "types": [t.name for t in types],
+            "queues": [t.queue for t in types],
+            "tiers": [t.tier for t in types],
+            "scoped": [t.gate is not None for t in types],
+            "ntypes": len(types),
         }
         for statement in SEED.split(";\n\n"):
             conn.execute(statement, params)
@@ -175,7 +175,9 @@ def main() -> None:
                 p95 = sorted(times)[int(0.95 * (len(times) - 1))]
                 worst = max(worst, p95)
                 print(f"{name:28} {statistics.median(times):10.1f} {p95:8.1f} {BUDGET_MS / p95:11.2f}")
-            print(f"slowest page p95 {worst:.1f} ms: ratio {BUDGET_MS / worst:.2f} of the {BUDGET_MS} ms budget")
+            print(
+                f"slowest page p95 {worst:.1f} ms: ratio {BUDGET_MS / worst:.2f} of the {BUDGET_MS} ms budget"
+            )
             if missing:
                 raise SystemExit(f"pages that did not answer 200: {', '.join(missing)}")
         finally:
