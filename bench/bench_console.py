@@ -129,6 +129,7 @@ def pages(settings) -> dict[str, str]:
     return {
         "overview": "/console",
         "accounts": "/console/accounts",
+        "accounts?hot=true": "/console/accounts?hot=true",
         "account": f"/console/accounts/{account}",
         "jobs": "/console/jobs",
         "jobs?state=failed": "/console/jobs?state=failed",

@@ -16,7 +16,7 @@ GET /v1/admin/overview:
   of ``webhook.deliver``, kept in PostgreSQL with their attempts and replayable.
 - ``workers``: the live worker processes from their liveness keys
   (gatehouse.workers: threads, queues, start) with their running rows as
-  ``busy``; a worker that still has running rows but no key is listed as not
+  ``busy`` and the jobs themselves (``running_jobs``: what each one is doing); a worker that still has running rows but no key is listed as not
   alive (the next live worker's tick requeues its jobs).
 
 ``snapshot`` puts them together for every queue of the job registry (zero
@@ -27,6 +27,7 @@ overview still renders, with what it can know, while a store is down.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -59,6 +60,12 @@ SELECT queue,
  GROUP BY 1, 2
 """
 DEAD_DELIVERIES = "SELECT count(*) FROM webhook_deliveries WHERE status = 'dead'"
+# What each worker runs right now: its active rows, longest-running first (index jobs_active_by_worker).
+RUNNING_JOBS = """
+SELECT worker, id, type, account_id, started_at FROM jobs
+ WHERE state = 'active' AND worker IS NOT NULL
+ ORDER BY started_at NULLS LAST LIMIT :limit"""
+RUNNING_SHOWN = 500  # at most this many running jobs are listed (the counts stay exact)
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,24 @@ def job_counts(conn: Connection) -> JobCounts:
         if row.worker is not None:
             busy[row.worker] = busy.get(row.worker, 0) + row.running
     return JobCounts({q: QueueCounts(*sums) for q, sums in queues.items()}, busy)
+
+
+@dataclass(frozen=True)
+class RunningJob:
+    id: uuid.UUID
+    type: str
+    account_id: uuid.UUID | None
+    started_at: datetime | None
+
+
+def running_jobs(conn: Connection) -> dict[str, list[RunningJob]]:
+    """Worker process -> the jobs it runs (up to RUNNING_SHOWN in all)."""
+    running: dict[str, list[RunningJob]] = {}
+    for row in conn.execute(text(RUNNING_JOBS), {"limit": RUNNING_SHOWN}):
+        running.setdefault(row.worker, []).append(
+            RunningJob(row.id, row.type, row.account_id, row.started_at)
+        )
+    return running
 
 
 def dead_deliveries(conn: Connection) -> int:
@@ -121,6 +146,7 @@ class WorkerSnapshot:
     alive: bool
     busy: int | None  # its running job rows; None: PostgreSQL did not answer
     beat: WorkerBeat = field(default_factory=WorkerBeat)
+    jobs: tuple[RunningJob, ...] = ()  # what it runs (longest first)
 
 
 @dataclass(frozen=True)
@@ -131,15 +157,21 @@ class Snapshot:
     workers: list[WorkerSnapshot] | None  # None: Redis did not answer (no liveness to read)
 
 
-def workers(alive: dict[str, WorkerBeat], busy: dict[str, int] | None) -> list[WorkerSnapshot]:
+def workers(
+    alive: dict[str, WorkerBeat],
+    busy: dict[str, int] | None,
+    running: dict[str, list[RunningJob]] | None = None,
+) -> list[WorkerSnapshot]:
     """The live workers, and the ones that still hold running rows without a liveness key."""
     names = sorted(set(alive) | set(busy or ()))
+    running = running or {}
     return [
         WorkerSnapshot(
             name=name,
             alive=name in alive,
             busy=None if busy is None else busy.get(name, 0),
             beat=alive.get(name, WorkerBeat()),
+            jobs=tuple(running.get(name, ())),
         )
         for name in names
     ]
@@ -155,10 +187,12 @@ def snapshot(gh: Gatehouse, stores: dict[str, str]) -> Snapshot:
     pg, redis = stores.get("postgresql") == "ok", stores.get("redis") == "ok"
     counts: JobCounts | None = None
     dead_webhooks: int | None = None
+    running: dict[str, list[RunningJob]] | None = None
     if pg:
         with gh.engine.connect() as conn:
             counts = job_counts(conn)
             dead_webhooks = dead_deliveries(conn)
+            running = running_jobs(conn)
     names = queue_names(counts.queues if counts else ())
     dead = dead_letters(gh.redis, gh.settings.broker_namespace, names) if redis else None
     queues = [
@@ -177,5 +211,5 @@ def snapshot(gh: Gatehouse, stores: dict[str, str]) -> Snapshot:
         at=datetime.now(UTC),
         stores=dict(stores),
         queues=queues,
-        workers=workers(alive, counts.busy if counts else None) if alive is not None else None,
+        workers=workers(alive, counts.busy if counts else None, running) if alive is not None else None,
     )

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
+
+from gatehouse.errors import ValidationFailed
 
 
 def newest_first(
@@ -38,3 +40,16 @@ def newest_first(
         + f" ORDER BY created_at DESC, id DESC LIMIT {param('limit')}"
     )
     return sql, params
+
+
+def instant(raw: str | None, name: str) -> datetime | None:
+    """An optional ISO 8601 time of a request or a job payload; without an offset it is UTC."""
+    if raw is None:
+        return None
+    try:
+        at = datetime.fromisoformat(raw)
+    except ValueError:
+        raise ValidationFailed(
+            f"{name} must be an ISO 8601 time, e.g. 2026-12-01T10:00:00Z", field=name
+        ) from None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)

@@ -88,7 +88,9 @@ def test_the_overview_shows_the_same_numbers_as_its_json_twin(client, cookie, gh
         and cell(row(page.text, "queue", "notifications.email"), "ready") == "0"
     )
     # The worker: alive, busy 1 of its 4 threads
-    assert twin.json["workers"] == [
+    listed_workers = twin.json["workers"]
+    [running] = listed_workers[0].pop("jobs")
+    assert listed_workers == [
         {
             "name": "host:1:abc",
             "alive": True,
@@ -100,6 +102,8 @@ def test_the_overview_shows_the_same_numbers_as_its_json_twin(client, cookie, gh
     ]
     worker = row(page.text, "worker", "host:1:abc")
     assert "alive" in worker and "busy 1 of 4 threads" in worker
+    # and what it is doing: the running job, linked
+    assert f'href="/console/jobs/{running["jobId"]}"' in worker
     # Stores as /readyz checks them; schedules as GET /v1/admin/schedules lists them
     assert twin.json["stores"] == {"postgresql": "ok", "redis": "ok"}
     listed = client.simulate_get("/v1/admin/schedules", headers=ADMIN).json["items"]

@@ -121,6 +121,8 @@ def test_live_workers_say_their_threads_and_queues_and_a_dead_one_with_running_r
     assert workers["w-1"].alive and workers["w-1"].busy == 1 and workers["w-1"].beat.threads == 4
     assert workers["w-1"].beat.queues == ("wb-user", "schedules")
     assert workers["w-idle"].alive and workers["w-idle"].busy == 0
+    # and what each one is doing: its running jobs themselves
+    assert [j.type for j in workers["w-1"].jobs] == ["probe"] and workers["w-idle"].jobs == ()
     assert (
         not workers["w-gone"].alive and workers["w-gone"].busy == 1 and workers["w-gone"].beat.threads is None
     )

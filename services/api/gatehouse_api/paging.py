@@ -40,3 +40,13 @@ def choice(raw: str | None, name: str, allowed: tuple[str, ...] | set[str]) -> s
     if raw is not None and raw not in allowed:
         raise ValidationFailed(f"{name} must be one of {', '.join(sorted(allowed))}", field=name)
     return raw
+
+
+def uuid_param(raw: str | None, name: str) -> uuid.UUID | None:
+    """An optional id filter: absent is None; anything else must be a UUID."""
+    if raw is None:
+        return None
+    try:
+        return uuid.UUID(raw)
+    except ValueError:
+        raise ValidationFailed(f"{name} must be a UUID", field=name) from None

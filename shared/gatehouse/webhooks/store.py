@@ -547,15 +547,3 @@ class WebhookStore:
                 },
             )
         return len(stopped)
-
-
-def decode_since(raw: str | None) -> datetime | None:
-    if raw is None:
-        return None
-    try:
-        at = datetime.fromisoformat(raw)
-    except ValueError:
-        raise ValidationFailed(
-            "since must be an ISO 8601 time, e.g. 2026-12-01T10:00:00Z", field="since"
-        ) from None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)

@@ -75,6 +75,13 @@ class WebhookDelivery(SQLModel, table=True):
         Index("webhook_deliveries_by_created", "created_at", "id"),
         Index("webhook_deliveries_by_endpoint", "endpoint_id", "created_at", "id"),
         Index("webhook_deliveries_by_message", "message_id"),
+        # The dead letters: their count on the overview, an endpoint's "replay all dead since…".
+        Index(
+            "webhook_deliveries_dead",
+            "endpoint_id",
+            "created_at",
+            postgresql_where=text("status = 'dead'"),
+        ),
     )
 
     id: uuid.UUID = Field(primary_key=True)

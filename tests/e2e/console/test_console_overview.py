@@ -70,6 +70,9 @@ def test_the_overview_shows_a_live_worker_and_its_numbers_move_without_a_reload(
     expect(running).to_have_text("1", timeout=20_000)
     holder = gh.jobs.get(job).worker
     expect(page.locator(f"#workers tr[data-worker='{holder}'] [data-busy]")).to_contain_text("busy 1 of")
+    # and what that worker is doing: the job itself, linked
+    doing = page.locator(f"#workers tr[data-worker='{holder}'] [data-running] a[href='/console/jobs/{job}']")
+    expect(doing).to_be_visible()
     still_same_document(page, refreshed)
 
     text = page.locator("main").inner_text()

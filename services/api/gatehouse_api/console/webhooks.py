@@ -25,7 +25,8 @@ from urllib.parse import urlencode
 import falcon
 
 from gatehouse.modules import ModuleState
-from gatehouse.webhooks.store import EVENT_TYPES, decode_since
+from gatehouse.paging import instant
+from gatehouse.webhooks.store import EVENT_TYPES
 from gatehouse.webhooks.tables import STATUSES
 from gatehouse_api.console.web import PREFIX, Page, back, form
 from gatehouse_api.resources.webhooks import (
@@ -111,7 +112,7 @@ class ReplayEndpoint(_Page):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
         self.require_module()
-        since = decode_since(form(req).get("since") or None)
+        since = instant(form(req).get("since") or None, "since")
         queued = replay_since(self.gh, endpoint_id, since)
         query = urlencode({"endpointId": str(endpoint_id), "replayJob": queued["jobId"]})
         back(resp, f"{PREFIX}/webhooks/deliveries?{query}")

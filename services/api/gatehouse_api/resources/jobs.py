@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 import falcon
 
@@ -14,9 +13,10 @@ from gatehouse.errors import NotFound, ValidationFailed
 from gatehouse.job_types import AUTOBIDDER_SYNC_USER, IMPORT_KINDS, REGISTRY, JobType
 from gatehouse.jobs import JobRecord
 from gatehouse.models import STATES, TIERS
+from gatehouse.paging import instant
 from gatehouse_api.auth import principal, require_account, require_admin
 from gatehouse_api.body import read_json
-from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit
+from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit, uuid_param
 from gatehouse_api.schemas import AutobidderSyncRequest, ImportRequest, JobAccepted, JobPage, JobView
 
 
@@ -133,27 +133,11 @@ class AccountJobs:
         ).model_dump(mode="json")
 
 
-def _instant(raw: str | None, name: str) -> datetime | None:
-    """An ISO 8601 time of a query; without an offset it is UTC."""
-    if raw is None:
-        return None
-    try:
-        at = datetime.fromisoformat(raw)
-    except ValueError:
-        raise ValidationFailed(
-            f"{name} must be an ISO 8601 time, e.g. 2026-12-01T10:00:00Z", field=name
-        ) from None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
-
-
 def job_page(gh: Gatehouse, param: Callable[[str], str | None], *, limit: int) -> dict:
     """A page (JobPage) of every account's jobs, newest first, by ``param``'s state, phase, type, tier,
     accountId, createdAfter, createdBefore and cursor."""
     account = param("accountId")
-    try:
-        account_id = uuid.UUID(account) if account is not None else None
-    except ValueError:
-        raise ValidationFailed("accountId must be a UUID", field="accountId") from None
+    account_id = uuid_param(account, "accountId")
     cursor = param("cursor")
     jobs = gh.jobs.list_jobs(
         account_id=account_id,
@@ -161,8 +145,8 @@ def job_page(gh: Gatehouse, param: Callable[[str], str | None], *, limit: int) -
         phase=choice(param("phase"), "phase", progress.PHASES),
         type=choice(param("type"), "type", set(REGISTRY)),
         tier=choice(param("tier"), "tier", TIERS),
-        created_after=_instant(param("createdAfter"), "createdAfter"),
-        created_before=_instant(param("createdBefore"), "createdBefore"),
+        created_after=instant(param("createdAfter"), "createdAfter"),
+        created_before=instant(param("createdBefore"), "createdBefore"),
         limit=limit + 1,
         before=decode_cursor(cursor) if cursor else None,
     )

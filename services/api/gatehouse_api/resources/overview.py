@@ -10,6 +10,7 @@ unknown (``null``) instead of failing the page.
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 
 import falcon
@@ -44,6 +45,13 @@ class QueueOverview(Reply):
     )
 
 
+class RunningJobView(Reply):
+    jobId: uuid.UUID
+    type: str
+    accountId: uuid.UUID | None
+    startedAt: datetime | None
+
+
 class WorkerOverview(Reply):
     name: str = Field(description="host:pid:tail, as on the job rows it claims")
     alive: bool = Field(description="its liveness key is there; false: it has running jobs but no heartbeat")
@@ -51,6 +59,7 @@ class WorkerOverview(Reply):
     busy: int | None = Field(description="its running jobs; null: PostgreSQL did not answer")
     queues: list[str]
     startedAt: datetime | None
+    jobs: list[RunningJobView] = Field(description="what it runs now, longest first (500 in all at most)")
 
 
 class OverviewView(Reply):
@@ -102,6 +111,10 @@ def overview_view(gh: Gatehouse, checks: StoreChecks) -> dict:
                 busy=w.busy,
                 queues=list(w.beat.queues),
                 startedAt=w.beat.started_at,
+                jobs=[
+                    RunningJobView(jobId=j.id, type=j.type, accountId=j.account_id, startedAt=j.started_at)
+                    for j in w.jobs
+                ],
             )
             for w in snap.workers
         ],

@@ -9,12 +9,12 @@ from datetime import datetime, timedelta
 import falcon
 
 from gatehouse.composition import Gatehouse
-from gatehouse.errors import ValidationFailed
-from gatehouse.webhooks.store import EVENT_TYPES, decode_since
+from gatehouse.paging import instant
+from gatehouse.webhooks.store import EVENT_TYPES
 from gatehouse.webhooks.tables import STATUSES, AttemptRecord, DeliveryRecord, EndpointRecord
 from gatehouse_api.auth import require_admin
 from gatehouse_api.body import read_json
-from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit
+from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit, uuid_param
 from gatehouse_api.schemas import (
     AttemptView,
     CreateEndpoint,
@@ -88,16 +88,13 @@ def delivery_counts(gh: Gatehouse) -> dict:
 def delivery_page(gh: Gatehouse, param: Callable[[str], str | None], *, limit: int) -> dict:
     """A page of deliveries, newest first, filtered by ``param``'s endpointId, status, eventType, since, cursor."""
     endpoint = param("endpointId")
-    try:
-        endpoint_id = uuid.UUID(endpoint) if endpoint is not None else None
-    except ValueError:
-        raise ValidationFailed("endpointId must be a UUID", field="endpointId") from None
+    endpoint_id = uuid_param(endpoint, "endpointId")
     cursor = param("cursor")
     found = gh.webhooks.list_deliveries(
         endpoint_id=endpoint_id,
         status=choice(param("status"), "status", STATUSES),
         event_type=choice(param("eventType"), "eventType", EVENT_TYPES),
-        since=decode_since(param("since")),
+        since=instant(param("since"), "since"),
         limit=limit + 1,
         before=decode_cursor(cursor) if cursor else None,
     )
@@ -223,7 +220,7 @@ class ReplayEndpoint(_Resource):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
         require_admin(req)
-        queued = replay_since(self.gh, endpoint_id, decode_since(req.get_param("since")))
+        queued = replay_since(self.gh, endpoint_id, instant(req.get_param("since"), "since"))
         resp.status = 202
         resp.location = f"/v1/jobs/{queued['jobId']}"
         resp.media = queued

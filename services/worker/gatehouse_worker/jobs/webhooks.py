@@ -21,8 +21,9 @@ from dramatiq.common import current_millis
 from gatehouse import progress as P
 from gatehouse.errors import JobPaused, PermanentJobError, RetryLater, ValidationFailed
 from gatehouse.job_types import WEBHOOK_DELIVER, WEBHOOK_REPLAY
+from gatehouse.paging import instant
 from gatehouse.webhooks import sender, signing
-from gatehouse.webhooks.store import Answer, decode_since
+from gatehouse.webhooks.store import Answer
 from gatehouse_worker.runtime import JobContext, job
 
 # An attempt that found every slot of its endpoint taken looks again after this long.
@@ -103,7 +104,7 @@ def _attempt(ctx: JobContext, delivery_id: uuid.UUID) -> dict[str, Any]:
 def replay_dead(ctx: JobContext) -> dict[str, Any]:
     """Replay every dead delivery of an endpoint since a time, in batches; each is a new series."""
     gh, endpoint_id = ctx.gatehouse, uuid.UUID(ctx.payload["endpointId"])
-    since = decode_since(ctx.payload.get("since"))
+    since = instant(ctx.payload.get("since"), "since")
     replayed = 0
     while batch := gh.webhooks.replay_dead_batch(endpoint_id, since):
         for delivery in batch:
