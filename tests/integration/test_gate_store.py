@@ -138,6 +138,9 @@ def test_inspect_shows_the_holder_the_marker_and_the_line(gate):
     assert gate.forget(A, SCHED2) is True
     assert gate.forget(A, SCHED2) is False
     assert gate.inspect(A).waiting_owners == (USER,)
+    # A forgotten user job (given up, finished, cancelled) no longer wants the gate either
+    assert gate.forget(A, USER) is True
+    assert (gate.inspect(A).wanted, gate.inspect(A).waiting_owners) == (None, ())
 
 
 def test_accounts_do_not_share_a_gate(gate):

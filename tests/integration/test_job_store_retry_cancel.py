@@ -203,11 +203,13 @@ def test_cancel_ends_a_delayed_job_and_takes_it_out_of_its_accounts_gate_line(gh
         claim, eta_ms=2**41, progress=P.stored(P.WAITING_ACCOUNT), consume_attempt=False
     )
     assert gh.gate.inspect(str(acc)).waiting_owners == (owner(waiter.queue, waiter.id),)
+    assert gh.gate.inspect(str(acc)).wanted == owner(waiter.queue, waiter.id)  # a user job wants it next
 
     cancelled = gh.cancel(waiter.id, actor="8d0c5b1e-0000-4000-8000-000000000000")
 
     assert (cancelled.state, cancelled.resume_at, cancelled.error["code"]) == ("failed", None, "cancelled")
     assert gh.gate.inspect(str(acc)).waiting_owners == ()
+    assert gh.gate.inspect(str(acc)).wanted is None  # scheduled jobs need not keep off for it
     assert gh.gate.inspect(str(acc)).holder == owner(holder.queue, holder.id)
     assert gh.jobs.claim(waiter.id, parked.delivery, 60_000) is None
     assert audit(sql, waiter.id)[0][:4] == (

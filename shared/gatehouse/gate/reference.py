@@ -288,6 +288,9 @@ def evaluate_gate_yield(state: GateState, req: YieldRequest) -> tuple[ReleaseRes
 
 
 def evaluate_gate_forget(state: GateState, req: ForgetRequest) -> tuple[bool, GateState]:
+    # A forgotten user job no longer wants the gate either.
+    if state.wanted == req.owner:
+        state = _without_wanted(state)
     if req.owner not in state.waiting_owners:
         return False, state
     return True, _unpark(state, req.owner)

@@ -128,7 +128,7 @@ class RedisGate:
     def forget(self, account_id: str, owner: str) -> bool:
         req = ForgetRequest(owner)
         keys = gate_keys(account_id)
-        return bool(self._scripts["forget"](keys=[keys.waiting], args=[req.owner]))
+        return bool(self._scripts["forget"](keys=[keys.waiting, keys.wanted], args=[req.owner]))
 
     def inspect(self, account_id: str) -> GateState:
         """A consistent snapshot of the account's keys (one MULTI; read-only)."""
