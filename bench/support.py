@@ -13,6 +13,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -30,6 +31,28 @@ from gatehouse.workers import liveness_key
 BENCH_REDIS_DB = 14
 BIN = Path(sys.executable).parent  # the venv's scripts (gatehouse-worker)
 REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Result:
+    """One figure a benchmark reports, against its target: what ``make bench`` collects into its report.
+
+    ``value`` and ``target`` are in the same unit; ``higher_is_better`` says which
+    side of the target passes (a ratio to a floor: higher; a latency: lower).
+    """
+
+    bench: str  # the module, e.g. "bench_catalog"
+    name: str  # the figure, e.g. "bulk/floor (price patch)"
+    value: float
+    target: float | None = None
+    unit: str = "ratio"
+    higher_is_better: bool = True
+
+    @property
+    def met(self) -> bool | None:
+        if self.target is None:
+            return None
+        return self.value >= self.target if self.higher_is_better else self.value <= self.target
 
 
 @contextlib.contextmanager
