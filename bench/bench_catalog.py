@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import psycopg
 
-from bench.support import bench_settings
+from bench.support import Result, bench_settings
 from gatehouse.catalog.bulk import Selection
 from gatehouse.catalog.rules import NewProduct, Price, ProductPatch
 from gatehouse.composition import bootstrap
@@ -211,7 +211,7 @@ def reindex(gh) -> float:
 DOCS = {"price": "no document input changed", "status": "search documents refreshed per batch"}
 
 
-def report(label: str, what: str, rounds: list[tuple[float, float]], target: str) -> None:
+def report(label: str, what: str, rounds: list[tuple[float, float]], target: str) -> float:
     for i, (flo, ours) in enumerate(rounds, 1):
         print(f"  round {i}: floor {flo:8.0f} items/s   {label} {ours:8.0f} items/s   ratio {ours / flo:.2f}")
     flo, ours = (statistics.median(r[i] for r in rounds) for i in range(2))
@@ -219,9 +219,10 @@ def report(label: str, what: str, rounds: list[tuple[float, float]], target: str
     print(f"floor  : {flo:8.0f} items/s ({what})")
     print(f"{label:7}: {ours:8.0f} items/s")
     print(f"ratio {label}/floor: {ours / flo:.2f} (rounds {pairs[0]:.2f}–{pairs[-1]:.2f}{target})")
+    return ours / flo
 
 
-def main() -> None:
+def main() -> list[Result]:
     with bench_settings() as settings:
         gh = bootstrap(settings)
         try:
@@ -239,11 +240,14 @@ def main() -> None:
             reindexes = [(floor_reindex(settings), reindex(gh)) for _ in range(ROUNDS)]
         finally:
             gh.close()
+    results = []
     for label, rounds in updates.items():
         print(f"bulk update of {N} products, {label} patch (audit rows on; {DOCS[label]}):")
-        report("bulk", "one UPDATE … FROM (VALUES …) in raw psycopg", rounds, "; target >= 0.5")
+        ratio = report("bulk", "one UPDATE … FROM (VALUES …) in raw psycopg", rounds, "; target >= 0.5")
+        results.append(Result("bench_catalog", f"bulk/floor ({label} patch)", ratio, 0.5))
     print(f"re-index of {N} products (shadow built in batches, then swapped in):")
-    report("reindex", "one INSERT … SELECT of the same document into a scratch table", reindexes, "")
+    ratio = report("reindex", "one INSERT … SELECT of the same document into a scratch table", reindexes, "")
+    return [*results, Result("bench_catalog", "reindex/floor", ratio)]
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import uuid
 import psycopg
 from falcon import testing
 
-from bench.support import bench_settings
+from bench.support import Result, bench_settings
 from gatehouse.composition import bootstrap
 from gatehouse.gate import owner
 from gatehouse.job_types import REGISTRY
@@ -146,7 +146,7 @@ def pages(settings) -> dict[str, str]:
     }
 
 
-def main() -> None:
+def main() -> list[Result]:
     with bench_settings(admin_token=ADMIN_TOKEN) as settings:
         gh = bootstrap(settings)
         try:
@@ -183,6 +183,7 @@ def main() -> None:
                 raise SystemExit(f"pages that did not answer 200: {', '.join(missing)}")
         finally:
             gh.close()
+    return [Result("bench_console", f"{BUDGET_MS} ms budget / slowest page p95", BUDGET_MS / worst, 1.0)]
 
 
 if __name__ == "__main__":

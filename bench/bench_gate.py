@@ -36,7 +36,7 @@ from dramatiq.rate_limits.backends import RedisBackend
 from redis import Redis
 
 from bench.gate_jobs import CONTENDED, GATED, HOLDER, JOB_S, JOBS_PER_ACCOUNT, UNGATED, WAITER, mark_key
-from bench.support import bench_settings, percentile, running_worker, send_pipelined, worker_processes
+from bench.support import Result, bench_settings, percentile, running_worker, send_pipelined, worker_processes
 from gatehouse.composition import Gatehouse, bootstrap
 from gatehouse.job_types import JobType
 
@@ -201,7 +201,7 @@ def rate_limiter_makespan(settings) -> float:
         return time.perf_counter() - start
 
 
-def main() -> None:
+def main() -> list[Result]:
     with bench_settings() as settings:
         gh = bootstrap(settings)
         rows = Rows(gh)
@@ -262,6 +262,13 @@ def main() -> None:
     print(
         f"             ratio gate/ideal: {makespan / ideal:.2f} (target <= 1.2); limiter/gate: {limiter / makespan:.1f}"
     )
+    name = "bench_gate"
+    return [
+        Result(name, "gated/ungated throughput", statistics.median(ratios), 0.9),
+        Result(name, "hand-off p95", p95 * 1000, 150, "ms", higher_is_better=False),
+        Result(name, "contention makespan gate/ideal", makespan / ideal, 1.2, higher_is_better=False),
+        Result(name, "ConcurrentRateLimiter/gate makespan", limiter / makespan),
+    ]
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 from redis import Redis
 
-from bench.support import bench_settings, running_worker
+from bench.support import Result, bench_settings, running_worker
 from gatehouse.job_types import JobType
 from gatehouse_worker import runtime
 from gatehouse_worker.wiring import build
@@ -120,7 +120,7 @@ def gatehouse_jobs(gh) -> float:
         return N / (time.perf_counter() - start)
 
 
-def main() -> None:
+def main() -> list[Result]:
     with bench_settings() as settings:
         gh = build(settings)
         # Alternate, so warm-up and drift favour none; each figure is the median of its rounds.
@@ -138,6 +138,12 @@ def main() -> None:
     print(f"gatehouse jobs: {ours:8.0f} jobs/s (row written before enqueue, claimed and started, completed)")
     print(f"ratio gatehouse/floor: {ours / flo:.2f} (rounds {pairs[0]:.2f}–{pairs[-1]:.2f}; target >= 0.8)")
     print(f"ratio floor/bare     : {flo / bare:.2f}")
+    name = "bench_job_overhead"
+    return [
+        Result(name, "gatehouse/floor throughput", ours / flo, 0.8),
+        Result(name, "floor/bare throughput", flo / bare),
+        Result(name, "gatehouse jobs", ours, unit="jobs/s"),
+    ]
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import time
 
 from sqlalchemy import text
 
-from bench.support import bench_settings, running_worker
+from bench.support import Result, bench_settings, running_worker
 from gatehouse import job_types as jt
 from gatehouse.schedules import schedules
 from gatehouse.wb.limits import WB_LIMITS
@@ -57,7 +57,7 @@ def run(settings, sandbox) -> dict[str, float]:
     return {"calls": len(log), "429": sum(e["status"] == 429 for e in log), "makespan": makespan}
 
 
-def main() -> None:
+def main() -> list[Result]:
     with (
         running_sandbox(time_scale=SCALE, rows_per_day=3) as sandbox,
         bench_settings(wb_api_base_url=sandbox.url, wb_report_page_rows=40) as base,
@@ -73,6 +73,13 @@ def main() -> None:
         f"ratios off/on: 429s {off['429'] / max(on['429'], 1):.1f}×, WB calls {off['calls'] / on['calls']:.2f}, "
         f"makespan {off['makespan'] / on['makespan']:.2f}"
     )
+    name = "bench_wb_load"
+    return [
+        Result(name, "429s off/on", off["429"] / max(on["429"], 1)),
+        Result(name, "WB 429 share, gate + buckets", on["429"] / on["calls"] * 100, unit="%"),
+        Result(name, "WB calls off/on", off["calls"] / on["calls"]),
+        Result(name, "makespan off/on", off["makespan"] / on["makespan"]),
+    ]
 
 
 if __name__ == "__main__":

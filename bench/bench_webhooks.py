@@ -49,7 +49,15 @@ import httpx
 import psutil
 import psycopg
 
-from bench.support import REPO, bench_settings, percentile, process_env, send_pipelined, worker_processes
+from bench.support import (
+    REPO,
+    Result,
+    bench_settings,
+    percentile,
+    process_env,
+    send_pipelined,
+    worker_processes,
+)
 from gatehouse.composition import Gatehouse, bootstrap
 from gatehouse.events import Event, on_connection
 from gatehouse.job_types import WEBHOOK_DELIVER
@@ -400,7 +408,7 @@ def tree(pid: int) -> list[psutil.Process]:
     return []
 
 
-def main() -> None:
+def main() -> list[Result]:
     overrides = {"webhook_allowed_hosts": ["127.0.0.0/8"], "webhook_max_per_endpoint": MAX_PER_ENDPOINT}
     with bench_settings(**overrides) as settings, helpers(settings, "receiver", 1) as [receiver]:
         settings = settings.model_copy(update={"worker_idle_poll_ms": IDLE_POLL_MS})
@@ -504,6 +512,12 @@ def main() -> None:
         f"ratio webhooks/floor: {statistics.median(ratios):.3f} "
         f"(rounds {ratios[0]:.3f}–{ratios[-1]:.3f}; target >= 0.5)"
     )
+    return [
+        Result("bench_webhooks", "webhooks/floor deliveries/s", statistics.median(ratios), 0.5),
+        Result(
+            "bench_webhooks", "webhooks", statistics.median(m.rate for _, m in rounds), unit="deliveries/s"
+        ),
+    ]
 
 
 if __name__ == "__main__":
