@@ -42,6 +42,10 @@ class Settings(BaseSettings):
     inprocess_consumer_threads: int = 2
     # Request bodies larger than this are refused with 413.
     max_body_bytes: int = 65_536
+    # A request (head and body) must have arrived this long after its connection
+    # was accepted or became readable again; gatehouse-api reads it in the event
+    # loop meanwhile (gatehouse_api.buffering) and answers 408 past it.
+    api_read_timeout_ms: int = 10_000
 
     # Graceful shutdown: in-flight jobs get this long to finish on SIGTERM.
     shutdown_timeout_ms: int = 30_000

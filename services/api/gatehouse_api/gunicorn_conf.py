@@ -11,7 +11,9 @@ _settings = load_settings()
 
 bind = _settings.api_bind
 workers = _settings.api_workers
-worker_class = "gthread"
+# gthread, except that a thread gets a request only once all of it has arrived:
+# slow or stalled clients cost a buffer, never a thread (gatehouse_api.buffering).
+worker_class = "gatehouse_api.buffering.BufferingWorker"
 threads = _settings.api_threads
 # Requests finish, then in-process consumers get the shutdown timeout; only then kill.
 graceful_timeout = _settings.shutdown_timeout_ms // 1000 + 10
