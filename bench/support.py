@@ -56,7 +56,9 @@ class Result:
 
 
 @contextlib.contextmanager
-def bench_settings(**overrides: object) -> Iterator[Settings]:
+def bench_settings(*, redis_db: int = BENCH_REDIS_DB, **overrides: object) -> Iterator[Settings]:
+    """A throwaway database (migrated, dropped after) and Redis database ``redis_db`` (flushed before
+    and after: 14 unless another bench runs there at the same time)."""
     base = Settings()
     server = (base.database_url or "postgresql://postgres@127.0.0.1:5432/postgres").replace(
         "postgresql+psycopg://", "postgresql://"
@@ -64,7 +66,7 @@ def bench_settings(**overrides: object) -> Iterator[Settings]:
     name = f"gatehouse_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(server, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
-    redis_url = (base.redis_url or "redis://127.0.0.1:6379/0").rsplit("/", 1)[0] + f"/{BENCH_REDIS_DB}"
+    redis_url = (base.redis_url or "redis://127.0.0.1:6379/0").rsplit("/", 1)[0] + f"/{redis_db}"
     settings = load_settings(
         database_url=server.rsplit("/", 1)[0] + f"/{name}",
         redis_url=redis_url,
