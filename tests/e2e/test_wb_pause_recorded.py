@@ -31,4 +31,7 @@ def test_a_429_pause_is_recorded_for_the_account_and_shown_to_operators(processe
     assert [a["accountId"] for a in listed] == [account]
     wait_until(lambda: status(url, report)["state"] == "completed", timeout=30, what="the report to complete")
     again = httpx.get(f"{url}/v1/admin/accounts/{account}/gate", headers=ADMIN).json()["recentPauses"]
-    assert [p["jobId"] for p in again] == [report]  # one 429, one pause noted
+    # One pause noted per 429 WB answered: the forced one, and any the sandbox's own limits gave a slow run
+    answered_429 = [e for e in sandbox.log() if e["status"] == 429]
+    assert len(answered_429) >= 1
+    assert [(p["jobId"], p["reason"]) for p in again] == [(report, "wb-429")] * len(answered_429)
