@@ -5,7 +5,7 @@ ifeq ($(UV),)
 $(error no uv to run (see dev/ensure-uv's message above); install it: https://docs.astral.sh/uv/)
 endif
 
-.PHONY: install run test lint format bench migrate screenshots
+.PHONY: install run test lint format bench migrate screenshots chaos
 
 install:
 	$(UV) sync --locked
@@ -26,6 +26,10 @@ format: install
 
 bench: install
 	$(UV) run --locked python -m bench
+
+# The chaos suite (tests/chaos): CHAOS_MINUTES (default 10) of load and random faults, CHAOS_SEED replays a run.
+chaos: install
+	$(UV) run --locked python -m tests.chaos
 
 migrate: install
 	$(UV) run --locked gatehouse-migrate

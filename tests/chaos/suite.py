@@ -79,6 +79,13 @@ FAST = {
     "WEBHOOK_RETRY_SCHEDULE_MS": "0,60000,150000,300000,600000,900000,1200000,1500000",
     "WEBHOOK_TIMEOUT_MS": 2_000,
 }
+# The timings a default-settings recovery figure puts back to their production values.
+DEFAULT_TIMINGS = (
+    "JOB_LEASE_MS", "JOB_HEARTBEAT_MS", "WORKER_HEARTBEAT_MS", "WORKER_DEAD_AFTER_MS", "WORKER_IDLE_POLL_MS",
+    "GATE_LEASE_MS", "GATE_HEARTBEAT_MS", "GATE_POLL_DELAY_MS", "GATE_WANTED_TTL_MS", "GATE_PAUSE_MARGIN_MS",
+    "BROKER_HEARTBEAT_TIMEOUT_MS", "SHUTDOWN_TIMEOUT_MS", "RECONCILE_GRACE_MS",
+)  # fmt: skip
+DEFAULT_SHOWN = ("JOB_LEASE_MS", "WORKER_HEARTBEAT_MS", "WORKER_DEAD_AFTER_MS", "GATE_LEASE_MS")
 GATE_LEASE_S = FAST["GATE_LEASE_MS"] / 1000
 # Every per-account schedule each minute (cron's finest), gated ones skipping after 20 s of waiting.
 TICKING = ("rnp-ads", "digitization-incremental", "inventory", "catalog")
@@ -398,6 +405,7 @@ class Chaos:
             self.stop_monitor.set()
             monitor.join(timeout=10)
             self.check()
+            self.default_recovery()
             self.report.wall_s = time.time() - started
         return self.report
 
@@ -510,17 +518,18 @@ class Chaos:
     def inject_faults(self, duration: float) -> None:
         """Every kind once in a seeded order, then seeded picks; store faults early enough to drain."""
         rng = self.rng
-        order = list(FAULT_KINDS)
+        order = [k for k in FAULT_KINDS if k not in STORE_FAULTS]
         rng.shuffle(order)
+        for kind in sorted(STORE_FAULTS):  # early, so their recovery fits in the run and its drain
+            order.insert(rng.randrange(min(5, len(order) + 1)), kind)
         begin, end = 10.0, duration - 15.0
-        gap = max(4.0, (end - begin) / max(len(order), 1))
+        gap = max(4.0, min(10.0, (end - begin) / len(order)))
         t = begin
         while t < end and not self.stop_load.is_set():
             if self.stop_load.wait(max(0.0, self.report.t0 + t - time.time())):
                 return
-            kinds = order or list(FAULT_KINDS)
-            kind = kinds.pop(0)
-            if kind in STORE_FAULTS and t > duration - 50 and duration >= 90:
+            kind = order.pop(0) if order else rng.choice(FAULT_KINDS)
+            if kind in STORE_FAULTS and t > duration - 50:
                 kind = rng.choice(["worker-kill9", "wb-429-storm", "receiver-hang"])
             fault = Fault(kind, time.time())
             getattr(self, "fault_" + kind.replace("-", "_"))(fault, rng)
@@ -553,6 +562,80 @@ class Chaos:
                     return i, jobs
             time.sleep(0.1)
         return best
+
+    def default_recovery(self) -> None:
+        """One kill -9 with the production timings, no scheduler running: the job runs again within 20 s?"""
+        from gatehouse.settings import Settings
+
+        defaults = {k: str(Settings.model_fields[k.lower()].default) for k in DEFAULT_TIMINGS}
+        for proc in [*self.schedulers, *self.workers]:
+            proc.kill_tree()
+        pair = [
+            self.procs.start(f"default-worker-{i}", "gatehouse-worker", "--processes", "1", "--threads", "2",
+                             env=defaults)
+            for i in range(2)
+        ]  # fmt: skip
+        account = next(iter(self.accounts))
+        job = None
+        r = self.client.request(
+            "POST",
+            f"/v1/accounts/{account}/digitization/imports",
+            json={"kind": "report", "dateFrom": "2026-06-01", "dateTo": "2026-11-29"},
+        )
+        figure = Check("kill -9 with default timings, no scheduler: the job runs again within 20 s", False)
+        self.report.checks.append(figure)
+        if r is None or r.status_code != 202:
+            figure.detail = f"the import was not accepted: {r and r.status_code}"
+            return
+        job = r.json()["jobId"]
+
+        def running_on() -> tuple[Proc, int] | None:
+            rows = self.sql("SELECT claims, worker, state FROM jobs WHERE id = %(id)s", {"id": job})
+            if not rows or rows[0][2] != "active" or not rows[0][1]:
+                return None
+            calls = [e for e in self.sandbox.log(self.accounts[account]) if e["job"] == job]
+            pid = int(rows[0][1].split(":")[1])
+            owner = next((p for p in pair if pid in p.tree()), None)
+            return (owner, rows[0][0]) if owner and calls else None
+
+        try:
+            victim, claims = wait_until(running_on, timeout=30, interval=0.1, what="the import to call WB")
+        except AssertionError as exc:
+            figure.detail = str(exc)
+            return
+        killed = time.time()
+        victim.kill_tree()
+
+        def claimed_again() -> float | None:
+            rows = self.sql("SELECT claims, state FROM jobs WHERE id = %(id)s", {"id": job})
+            return time.time() if rows and (rows[0][0] > claims or rows[0][1] in TERMINAL) else None
+
+        try:
+            again = wait_until(claimed_again, timeout=60, interval=0.1, what="the job to be claimed again")
+        except AssertionError:
+            figure.detail = "not claimed again within 60 s"
+            return
+        recovered = again - killed
+        done = None
+        with contextlib.suppress(AssertionError):
+            done = wait_until(
+                lambda: (
+                    self.sql("SELECT state FROM jobs WHERE id = %(id)s", {"id": job})[0][0] in TERMINAL
+                    and time.time()
+                ),
+                timeout=30,
+                interval=0.2,
+            )
+        figure.passed = recovered <= 20
+        figure.detail = f"claimed again {recovered:.1f} s after the kill" + (
+            f", ended {done - killed:.1f} s after it" if done else ""
+        )
+        self.report.default_recovery = (
+            "default timings ("
+            + ", ".join(f"{k} {v}" for k, v in defaults.items() if k in DEFAULT_SHOWN)
+            + f"), schedulers stopped: a report import's worker killed -9 while it called WB; claimed again "
+            f"after {recovered:.1f} s (target <= 20 s)"
+        )
 
     def fault_worker_kill9(self, fault: Fault, rng: random.Random) -> None:
         i, jobs = self._busy_worker(rng)
@@ -921,20 +1004,26 @@ class Chaos:
 
 
 def _segments(calls: list[dict], gap_s: float) -> list[tuple[str, float, float]]:
-    """Each job's calls as runs (job, first, last), split where it made none for longer than a lease."""
-    by_job: dict[str, list[float]] = defaultdict(list)
+    """Each job's calls as runs (job, first, last).
+
+    The log does not say which run of a job made a call, so a run is taken to
+    end after a call WB answered 5xx or 429 (the job is retried or paused: a
+    retry gives its gate back by design, README "Rules") or before a silence
+    longer than a lease (its holder may have died and the gate lapsed).
+    """
+    by_job: dict[str, list[dict]] = defaultdict(list)
     for e in calls:
-        by_job[e["job"]].append(e["ts"])
+        by_job[e["job"]].append(e)
     out = []
-    for job, stamps in by_job.items():
-        stamps.sort()
-        first = prev = stamps[0]
-        for ts in stamps[1:]:
-            if ts - prev > gap_s:
-                out.append((job, first, prev))
-                first = ts
-            prev = ts
-        out.append((job, first, prev))
+    for job, entries in by_job.items():
+        entries.sort(key=lambda e: e["ts"])
+        first = prev = entries[0]
+        for e in entries[1:]:
+            if e["ts"] - prev["ts"] > gap_s or prev["status"] >= 500 or prev["status"] == 429:
+                out.append((job, first["ts"], prev["ts"]))
+                first = e
+            prev = e
+        out.append((job, first["ts"], prev["ts"]))
     return out
 
 
