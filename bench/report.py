@@ -68,6 +68,8 @@ def keep(bench: str, results: list[Result], seconds: float, error: str | None = 
         "seconds": seconds,
         "error": error,
         "when": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        # The machine is shared: how busy it was when the module ended (1-minute load average).
+        "load": os.getloadavg()[0],
         "results": [dataclasses.asdict(r) for r in results],
     }
     (KEPT / f"{bench}.json").write_text(json.dumps(record, indent=1))
@@ -104,6 +106,8 @@ def write(
 ):
     """The report of these runs (one record per module, as ``keep`` writes them). Returns the results."""
     results = [Result(**r) for run in runs for r in run["results"]]
+    whens = sorted(run["when"] for run in runs)
+    info = {**info, "runs": f"{whens[0][:16].replace('T', ' ')} – {whens[-1][11:16]} UTC"} if whens else info
     targeted = [r for r in results if r.target is not None]
     lines = [
         "# Benchmark report",
@@ -120,10 +124,13 @@ def write(
         lines.append(f"| {r.bench} | {r.name} | {_fmt(r.value, r.unit)} | {target} | {_stand(r)} |")
     met = sum(r.met for r in targeted)
     lines += ["", f"{met} of {len(targeted)} targets met."]
-    lines += ["", "## Runs", "", "| benchmark | when (UTC) | took | outcome |", "| --- | --- | --- | --- |"]
+    lines += ["", "## Runs", ""]
+    lines += ["| benchmark | ended (UTC) | took | load average at its end | outcome |"]
+    lines += ["| --- | --- | --- | --- | --- |"]
     for run in runs:
         outcome = f"failed: {run['error']}" if run.get("error") else "ok"
-        lines.append(f"| {run['bench']} | {run['when']} | {run['seconds']:.0f} s | {outcome} |")
+        load = f"{run['load']:.1f}" if "load" in run else "?"
+        lines.append(f"| {run['bench']} | {run['when']} | {run['seconds']:.0f} s | {load} | {outcome} |")
     lines.append("")
     md.write_text("\n".join(lines))
     chart(targeted, info, png)
@@ -154,8 +161,10 @@ def chart(targeted: list[Result], info: dict[str, str], png: Path) -> None:
     lo, hi = min([*scores, 0.5]), max([*scores, 2.0])
     ax.set_xlim(lo / 1.5, hi * 6)
     ax.set_title(
-        f"Gatehouse benchmarks vs targets — {info.get('date', '')}, {info.get('cores (nproc)', '?')} cores "
-        f"({info.get('CPU', '?')}), PostgreSQL {info.get('PostgreSQL', '?')}, Redis {info.get('Redis', '?')}",
+        f"Gatehouse benchmarks vs their targets — {info.get('runs', info.get('date', ''))}\n"
+        f"{info.get('cores (nproc)', '?')} cores ({info.get('CPU', '?')}), {info.get('memory', '?')}, "
+        f"Python {info.get('Python', '?')}, PostgreSQL {info.get('PostgreSQL', '?').split()[0]}, "
+        f"Redis {info.get('Redis', '?')}",
         fontsize=8,
     )
     fig.tight_layout()
