@@ -131,6 +131,15 @@ def write(
         outcome = f"failed: {run['error']}" if run.get("error") else "ok"
         load = f"{run['load']:.1f}" if "load" in run else "?"
         lines.append(f"| {run['bench']} | {run['when']} | {run['seconds']:.0f} s | {load} | {outcome} |")
+    cores = int(info.get("cores (nproc)", "0") or 0)
+    busiest = max((run.get("load", 0.0) for run in runs), default=0.0)
+    if cores and busiest > cores:
+        lines += [
+            "",
+            f"The load average reached {busiest:.1f} on {cores} cores: other processes shared the machine "
+            "with these runs, so each figure is lower (a latency higher) than the same code would give on "
+            "an idle one; the ratios to floors measured in the same run suffer less than absolute figures.",
+        ]
     lines.append("")
     md.write_text("\n".join(lines))
     chart(targeted, info, png)
