@@ -186,3 +186,32 @@ def test_pipelined_chunked_and_expect_continue_requests_are_served(processes):
         wait_until(lambda: got(b"HTTP/1.1 2", 4), timeout=5, what="four answers")
     statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", received)
     assert statuses == [b"200", b"200", b"202", b"100", b"202"], received
+
+
+def test_what_is_not_buffered_is_answered_at_once(processes):
+    # Given the API alone
+    _, url = processes.api(env={"BACKEND_ROLE": "api"})
+
+    def answer(request: bytes) -> bytes:
+        with socket.create_connection(host_port(url), timeout=5) as sock:
+            sock.sendall(request)
+            received = b""
+            while chunk := sock.recv(65536):  # until the server closes
+                received += chunk
+            return received
+
+    started = time.monotonic()
+    # When a head is over 64 KiB, then a body is announced far over every limit (and never sent),
+    # then a head ends in bare line feeds
+    huge_head = answer(b"GET /healthz HTTP/1.1\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n")
+    huge_body = answer(
+        f"POST /v1/accounts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\n"
+        "Content-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{".encode()
+    )
+    bare = answer(b"GET /healthz HTTP/1.1\nHost: x\n\n")
+
+    # Then each is answered and closed at once: 431 and 413 as problem+json, 400 by gunicorn
+    assert huge_head.startswith(b"HTTP/1.1 431") and b'"HEADERS_TOO_LARGE"' in huge_head, huge_head[:300]
+    assert huge_body.startswith(b"HTTP/1.1 413") and b"application/problem+json" in huge_body, huge_body[:300]
+    assert bare.startswith(b"HTTP/1.1 400"), bare[:300]
+    assert time.monotonic() - started < 5

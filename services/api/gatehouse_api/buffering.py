@@ -15,11 +15,13 @@ API_READ_TIMEOUT_MS after its connection was accepted (or its kept-alive
 connection became readable) is answered 408 and closed by the event loop.
 
 What is not buffered is still bounded: a head larger than ``HEAD_LIMIT`` is
-refused 431 from the loop; a body larger than every route accepts is handed
-over with its head (the route refuses it from its Content-Length, 413) and the
-connection is then closed instead of drained; a thread's socket reads and
-writes time out at the request's deadline (API_READ_TIMEOUT_MS), so a client
-that stops reading its response cannot hold a thread either.
+refused 431 from the loop; a body larger than every route accepts (or one
+arriving while the worker's buffers hold ``BUFFER_BUDGET`` bytes) is handed
+over with its head — the route refuses it from its Content-Length (413) or
+reads the rest until the request's deadline — and the connection is then
+closed instead of drained; a thread's socket reads and writes time out
+(API_READ_TIMEOUT_MS), so a client that stops reading its response cannot hold
+a thread either.
 """
 
 from __future__ import annotations
@@ -62,6 +64,13 @@ HEAD_TOO_LARGE = _problem(
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 INCOMPLETE, COMPLETE, OVERSIZED, HEAD_OVERSIZED = "incomplete", "complete", "oversized", "head-oversized"
+# A head ended by bare line feeds: gunicorn's parser judges it (a 400), from what is buffered.
+BARE_LF = "bare-lf"
+# Bytes a worker holds in request buffers at most; past it a request goes to a thread as it
+# is (its reads bounded by its deadline), so a flood of large bodies cannot exhaust memory.
+BUFFER_BUDGET = 64 * 1024 * 1024
+# How long a stopping worker still waits for a connection that has sent nothing yet.
+STOP_LINGER_S = 2.0
 
 
 class Pending:
@@ -94,7 +103,11 @@ class Pending:
         """Whether the buffer holds a whole request yet (scanning only what is new)."""
         buf = self.buf
         if self.head_end is None:
-            found = buf.find(b"\r\n\r\n", max(0, self.scanned - 3))
+            start = max(0, self.scanned - 3)
+            found = buf.find(b"\r\n\r\n", start)
+            bare = buf.find(b"\n\n", start)
+            if bare >= 0 and (found < 0 or bare < found):
+                return BARE_LF
             if found < 0:
                 self.scanned = len(buf)
                 return HEAD_OVERSIZED if len(buf) > HEAD_LIMIT else INCOMPLETE
@@ -175,6 +188,8 @@ class BufferingWorker(ThreadWorker):
         # TLS and HTTP/2 read in their own ways: those keep gthread's behaviour.
         self.buffering = not self.cfg.is_ssl and getattr(self.cfg, "http2_cleartext", "off") == "off"
         self.reading: dict = {}  # conn → Pending, in deadline order
+        self.buffered = 0  # bytes in the buffers of self.reading
+        self.stopping_at: float | None = None
         super().init_process()
 
     # Every way a connection reaches a thread (accepted, kept alive and readable
@@ -203,6 +218,9 @@ class BufferingWorker(ThreadWorker):
                     eof = True
                     break
                 pending.buf += data
+                self.buffered += len(data)
+                if self.buffered > BUFFER_BUDGET:
+                    break
         except (BlockingIOError, InterruptedError):
             pass
         except OSError:
@@ -211,7 +229,10 @@ class BufferingWorker(ThreadWorker):
         state = pending.state(self.body_limit)
         if state == COMPLETE:
             self._dispatch(conn, pending, partial_body=False)
-        elif state == OVERSIZED:
+        elif state in (OVERSIZED, BARE_LF) or (
+            # (a head is always buffered whole: a thread must never wait for one)
+            self.buffered > BUFFER_BUDGET and pending.head_end is not None and not eof
+        ):
             self._dispatch(conn, pending, partial_body=True)
         elif state == HEAD_OVERSIZED:
             self._drop(conn, HEAD_TOO_LARGE)
@@ -223,6 +244,7 @@ class BufferingWorker(ThreadWorker):
 
     def _dispatch(self, conn, pending: Pending, *, partial_body: bool) -> None:
         del self.reading[conn]
+        self.buffered -= len(pending.buf)
         self.poller.unregister(conn.sock)
         conn.sock.setblocking(True)
         if not conn.initialized:
@@ -239,7 +261,9 @@ class BufferingWorker(ThreadWorker):
             conn.sock.send(data)
 
     def _drop(self, conn, answer: bytes | None = None) -> None:
-        self.reading.pop(conn, None)
+        pending = self.reading.pop(conn, None)
+        if pending is not None:
+            self.buffered -= len(pending.buf)
         with contextlib.suppress(KeyError, ValueError, OSError):
             self.poller.unregister(conn.sock)
         if answer is not None:
@@ -250,6 +274,12 @@ class BufferingWorker(ThreadWorker):
     def murder_pending(self) -> None:
         super().murder_pending()
         now = time.monotonic()
+        if not self.alive:
+            # Stopping: a connection that has sent nothing gets STOP_LINGER_S more, not its deadline.
+            self.stopping_at = self.stopping_at or now
+            if now - self.stopping_at >= STOP_LINGER_S:
+                for conn in [c for c, p in self.reading.items() if not p.buf]:
+                    self._drop(conn)
         while self.reading:
             conn, pending = next(iter(self.reading.items()))
             if pending.deadline > now:
