@@ -397,9 +397,9 @@ class Chaos:
                 t.start()
             time.sleep(duration)  # the run's length itself (load and faults go on meanwhile)
             self.stop_load.set()
+            drain_from = time.time()  # the drain: load stopped, the fault in hand finishing, then the rest
             for t in threads:
                 t.join(timeout=120)
-            drain_from = time.time()
             self.drain(timeout=max(45.0, duration * 0.4))
             self.report.drain_s = time.time() - drain_from
             self.stop_monitor.set()
