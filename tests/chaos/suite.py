@@ -775,6 +775,9 @@ class Chaos:
         rows = self.sql("SELECT id::text, type, account_id::text, state, error, claims FROM jobs")
         rep.jobs_run = len(rows)
         rep.job_states = dict(Counter(r[3] for r in rows))
+        rep.job_states["skipped (of completed)"] = self.sql(
+            "SELECT count(*) FROM jobs WHERE state = 'completed' AND result->>'skipped' = 'true'"
+        )[0][0]
         rep.accepted = len(self.accepted)
         rep.bulk_operations = len(self.bulk_ops)
         rep.responses = dict(self.client.statuses)
