@@ -5,7 +5,7 @@ ifeq ($(UV),)
 $(error no uv to run (see dev/ensure-uv's message above); install it: https://docs.astral.sh/uv/)
 endif
 
-.PHONY: install run test lint format bench migrate screenshots chaos
+.PHONY: install run test lint format bench migrate screenshots chaos images
 
 install:
 	$(UV) sync --locked
@@ -41,3 +41,7 @@ screenshots: install
 	mkdir -p docs
 	cp var/screenshots/console/overview.png docs/console-overview.png
 	cp var/screenshots/console/account-gate.png docs/console-gate.png
+
+# Both images built from the real Dockerfiles with podman and local stand-in bases (dev/images.py; state in var/images).
+images: install
+	$(UV) run --locked python dev/images.py
