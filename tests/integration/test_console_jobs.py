@@ -15,7 +15,6 @@ from gatehouse.gate import owner
 from gatehouse.job_types import AUTOBIDDER_SYNC_USER, IMPORT_USER_FEEDS, IMPORT_USER_REPORT
 from gatehouse.wb import pauses
 from gatehouse_api.app import create_app
-from gatehouse_api.console.session import COOKIE
 from tests.conftest import ADMIN_TOKEN
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
@@ -27,12 +26,6 @@ ASK = dict(lease_ms=60_000, wanted_ttl_ms=30_000, waiting_ttl_ms=30_000)
 @pytest.fixture
 def client(gh):
     return testing.TestClient(create_app(gh))
-
-
-@pytest.fixture
-def cookie(client) -> dict:
-    response = client.simulate_post("/console/login", body=f"token={ADMIN_TOKEN}", headers=FORM)
-    return {"Cookie": f"{COOKIE}={response.cookies[COOKIE].value}"}
 
 
 def page(client, cookie, path: str, status: int = 200) -> str:

@@ -14,7 +14,6 @@ from gatehouse.composition import bootstrap
 from gatehouse.schedules import DEFAULTS
 from gatehouse.workers import Liveness, WorkerBeat
 from gatehouse_api.app import create_app
-from gatehouse_api.console.session import COOKIE
 from gatehouse_api.resources.overview import StoreChecks
 from tests.conftest import ADMIN_TOKEN
 
@@ -26,13 +25,6 @@ FANOUT = "gatehouse:schedules"  # the tick queue's list in Redis
 @pytest.fixture
 def client(gh):
     return testing.TestClient(create_app(gh))
-
-
-@pytest.fixture
-def cookie(client) -> dict:
-    response = client.simulate_post("/console/login", body=f"token={ADMIN_TOKEN}", headers=FORM)
-    assert response.status_code == 303, response.text
-    return {"Cookie": f"{COOKIE}={response.cookies[COOKIE].value}"}
 
 
 def csrf_of(page: str) -> str:

