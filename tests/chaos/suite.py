@@ -119,11 +119,6 @@ def schedules_env() -> str:
 # ----------------------------------------------------------------------------- the record
 
 
-# A gated overlap this short outside a Redis wipe is a known, undiagnosed report (see the check).
-SHORT_OVERLAP_S = 1.0
-SHORT_OVERLAP_KNOWN = "short overlap (< 1 s) under investigation: runs are inferred from the sandbox log"
-
-
 @dataclass
 class Fault:
     kind: str
@@ -141,7 +136,6 @@ class Check:
     name: str
     passed: bool
     detail: str = ""
-    known: str = ""  # a known, reported bug: reported, not failing the run
 
 
 @dataclass
@@ -164,7 +158,7 @@ class Report:
 
     @property
     def failed(self) -> list[Check]:
-        return [c for c in self.checks if not c.passed and not c.known]
+        return [c for c in self.checks if not c.passed]
 
     def table(self) -> str:
         lines = [
@@ -199,10 +193,7 @@ class Report:
             "|---|---|---|",
         ]
         for c in self.checks:
-            verdict = "pass" if c.passed else ("KNOWN BUG" if c.known else "FAIL")
-            lines.append(
-                f"| {c.name} | {verdict} | {c.detail}{' — ' + c.known if c.known and not c.passed else ''} |"
-            )
+            lines.append(f"| {c.name} | {'pass' if c.passed else 'FAIL'} | {c.detail} |")
         if self.default_recovery:
             lines += ["", self.default_recovery]
         lines += ["", "faults (s from start):"]
@@ -889,9 +880,7 @@ class Chaos:
         ]
         overlaps, excused = [], []
         for seller in self.accounts.values():
-            segments = _segments(
-                [e for e in log if e["seller"] == seller and types.get(e["job"]) in gated], GATE_LEASE_S
-            )
+            segments = _segments([e for e in log if e["seller"] == seller and types.get(e["job"]) in gated])
             for a, b in _overlapping(segments):
                 span = min(a[2], b[2]) - max(a[1], b[1])
                 near_wipe = any(lo - 1 <= max(a[1], b[1]) <= hi for lo, hi in wipes)
@@ -904,12 +893,6 @@ class Chaos:
                 not overlaps,
                 f"{len(overlaps)} overlaps outside a Redis wipe"
                 + (f", e.g. {overlaps[:2]}" if overlaps else ""),
-                # Seen once (CI, seed 351461): two jobs' calls overlapping 47 ms outside a wipe. Not yet
-                # diagnosed — the sandbox log cannot tell a job's runs apart, so it may be the inference.
-                # Reported, not failing, while every overlap stays under a second; a longer one fails.
-                known=SHORT_OVERLAP_KNOWN
-                if overlaps and max(o[-1] for o in overlaps) < SHORT_OVERLAP_S
-                else "",
             )
         )
         checks.append(
@@ -1028,28 +1011,17 @@ class Chaos:
                     f.recovery_s = min(later) - (f.ended or f.at)
 
 
-def _segments(calls: list[dict], gap_s: float) -> list[tuple[str, float, float]]:
-    """Each job's calls as runs (job, first, last).
+def _segments(calls: list[dict]) -> list[tuple[str, float, float]]:
+    """Each run's WB calls as (job, first arrival, last arrival).
 
-    The log does not say which run of a job made a call, so a run is taken to
-    end after a call WB answered 5xx or 429 (the job is retried or paused: a
-    retry gives its gate back by design, README "Rules") or before a silence
-    longer than a lease (its holder may have died and the gate lapsed).
+    A run is one claim of a job (the X-Gatehouse-Run header the WB client
+    sends): it holds the account's gate from before its first call to after
+    its last, so two runs' spans may touch but never cross.
     """
-    by_job: dict[str, list[dict]] = defaultdict(list)
+    by_run: dict[tuple[str, str], list[float]] = defaultdict(list)
     for e in calls:
-        by_job[e["job"]].append(e)
-    out = []
-    for job, entries in by_job.items():
-        entries.sort(key=lambda e: e["ts"])
-        first = prev = entries[0]
-        for e in entries[1:]:
-            if e["ts"] - prev["ts"] > gap_s or prev["status"] >= 500 or prev["status"] == 429:
-                out.append((job, first["ts"], prev["ts"]))
-                first = e
-            prev = e
-        out.append((job, first["ts"], prev["ts"]))
-    return out
+        by_run[(e["job"], e["run"])].append(e["ts"])
+    return [(job, min(ts), max(ts)) for (job, _), ts in by_run.items()]
 
 
 def _overlapping(segments: list[tuple[str, float, float]]):

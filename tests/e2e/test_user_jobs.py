@@ -75,16 +75,17 @@ def test_feeds_import_stores_the_period_once_even_when_rerun_or_retried(stack, s
     assert status["result"] == {"orders": len(expected_orders), "sales": len(expected_sales)}
     assert {r[0] for r in sql("SELECT srid FROM wb_orders")} == expected_orders
     assert {r[0] for r in sql("SELECT sale_id FROM wb_sales")} == expected_sales
-    # … and every call carried the job's id (the sandbox log)
-    assert {e["job"] for e in sandbox.log(SELLER)} == {status["jobId"]}
+    # … and every call carried the job's id and its run (the sandbox log)
+    assert {(e["job"], e["run"]) for e in sandbox.log(SELLER)} == {(status["jobId"], "1")}
 
     # When it runs again, and once more with its first attempt failing on WB's side
     run(stack, imports, body)
     sandbox.faults(force_status=[{"bucket": "sales", "status": 502, "times": 1}])
     retried = run(stack, imports, body)
 
-    # Then nothing is duplicated, and the retry was a second attempt
+    # Then nothing is duplicated, and the retry was a second attempt, its calls a second run
     assert retried["progress"]["attempt"] == 2
+    assert {e["run"] for e in sandbox.log(SELLER) if e["job"] == retried["jobId"]} == {"1", "2"}
     assert count(sql, "wb_orders", account) == len(expected_orders)
     assert count(sql, "wb_sales", account) == len(expected_sales)
 

@@ -446,7 +446,7 @@ def test_latency_is_added_to_every_call(sandbox):
 
 
 def test_the_log_names_seller_job_and_paging_params(sandbox):
-    job = sandbox.client("logged", **{"X-Gatehouse-Job": "job-123"})
+    job = sandbox.client("logged", **{"X-Gatehouse-Job": "job-123", "X-Gatehouse-Run": "2"})
     job.get(ORDERS, params={"dateFrom": "2026-05-01"})
     job.post(DETAILED, json={"dateFrom": "2026-05-01", "dateTo": "2026-05-02", "rrdId": 77})
     job.post(
@@ -460,7 +460,8 @@ def test_the_log_names_seller_job_and_paging_params(sandbox):
         ("POST", DETAILED, "report", 200),
         ("POST", CARDS, "catalog", 200),
     ]
-    assert {e["job"] for e in entries} == {"job-123"} and all(e["seller"] == "logged" for e in entries)
+    assert {(e["job"], e["run"]) for e in entries} == {("job-123", "2")}
+    assert all(e["seller"] == "logged" for e in entries)
     assert [e["params"] for e in entries] == [
         {"dateFrom": "2026-05-01"},
         {"dateFrom": "2026-05-01", "dateTo": "2026-05-02", "rrdId": 77},

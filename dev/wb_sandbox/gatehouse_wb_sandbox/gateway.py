@@ -36,6 +36,7 @@ class Request:
     body: bytes
     authorization: str | None
     job: str | None  # X-Gatehouse-Job: which of our jobs made the call
+    run: str | None = None  # X-Gatehouse-Run: which run (claim) of that job
 
 
 def _json(raw: bytes) -> Any:
@@ -149,6 +150,7 @@ def handle(sandbox: Sandbox, request: Request) -> Reply:
             "bucket": route.bucket if route else None,
             "status": reply.status,
             "job": request.job,
+            "run": request.run,
             "requestId": request_id,
             "params": summary(request.query, body),
         }

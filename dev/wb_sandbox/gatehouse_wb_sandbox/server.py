@@ -77,6 +77,7 @@ class Handler(BaseHTTPRequestHandler):
                     raw,
                     self.headers.get("Authorization"),
                     self.headers.get("X-Gatehouse-Job"),
+                    self.headers.get("X-Gatehouse-Run"),
                 )
                 reply = gateway.handle(sandbox, request)
         except Exception:

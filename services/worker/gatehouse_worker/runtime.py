@@ -46,6 +46,7 @@ class JobContext:
             gh.settings,
             gh.accounts.wb_token(self.job.account_id),
             job_id=str(self.job.id),
+            run=self.claim.claims,
             before_call=self.before_wb_call,
         )
 

@@ -43,6 +43,7 @@ STOCKS = Endpoint("analytics", "POST", "/api/analytics/v1/stocks-report/wb-wareh
 CARDS = Endpoint("content", "POST", "/content/v2/get/cards/list", "catalog")
 
 JOB_HEADER = "X-Gatehouse-Job"  # lets the sandbox (and WB support) tie calls to a job
+RUN_HEADER = "X-Gatehouse-Run"  # ...and to one run (claim) of it: a retry or resume is another run
 
 
 class WbClient:
@@ -52,6 +53,7 @@ class WbClient:
         token: str,
         *,
         job_id: str | None = None,
+        run: int | None = None,
         before_call: Callable[[str], None] | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
@@ -60,6 +62,8 @@ class WbClient:
         headers = {"Authorization": token, "Accept": "application/json"}
         if job_id:
             headers[JOB_HEADER] = job_id
+        if run is not None:
+            headers[RUN_HEADER] = str(run)
         self.http = httpx.Client(headers=headers, timeout=settings.wb_timeout_ms / 1000, transport=transport)
 
     def close(self) -> None:
