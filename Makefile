@@ -42,6 +42,8 @@ screenshots: install
 	cp var/screenshots/console/overview.png docs/console-overview.png
 	cp var/screenshots/console/account-gate.png docs/console-gate.png
 
-# Both images built from the real Dockerfiles with podman and local stand-in bases (dev/images.py; state in var/images).
+# Our images built from the real Dockerfiles with podman and local stand-in bases (dev/images.py; state in
+# var/images), then run read-only as their pods would run them (tests/deploy/test_images.py).
 images: install
 	$(UV) run --locked python dev/images.py
+	$(UV) run --locked pytest -q tests/deploy/test_images.py

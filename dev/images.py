@@ -1,33 +1,50 @@
-"""Build gatehouse-api and gatehouse-worker from the real Dockerfiles on a machine with no image registry.
+"""Build our images from the real Dockerfiles on a machine with no image registry, and run them.
 
-`make images`: installs podman and mmdebstrap if missing (apt-get, as root), builds stand-in base
-images locally, tags them with the names the Dockerfiles' FROM lines use, builds both images with
-`podman build --isolation chroot` (no cgroups needed) and prints their sizes.
+`python dev/images.py` (the first half of `make images`): installs podman and mmdebstrap if
+missing (apt-get, as root), builds stand-in base images locally, tags them with the names the
+Dockerfiles' FROM lines use, builds gatehouse-api, gatehouse-worker and the development-only
+gatehouse-wb-sandbox with `podman build --isolation chroot` (no cgroups needed) and prints their
+sizes. The second half, tests/deploy/test_images.py, runs them with `Image.command` below.
 
 The stand-ins (real builds keep the official images, nothing here changes the Dockerfiles):
 - python:3.11-slim-trixie: Debian bookworm (the newest suite with Python 3.11) from mmdebstrap,
   with /usr/local/bin/python3.11 (where the official image has it) linking to Debian's
-  /usr/bin/python3.11. The host's CA bundle is copied in and SSL_CERT_FILE set, so uv inside the
-  build trusts the same TLS roots as this machine (an intercepting egress proxy, here).
+  /usr/bin/python3.11. The host's CA bundle is copied in and /etc/uv/uv.toml turns on uv's
+  native-tls, so uv inside the build trusts the same TLS roots as this machine (an intercepting
+  egress proxy, here) without an ENV that would end up in our images.
 - ghcr.io/astral-sh/uv:<version>: /uv and /uvx taken from the `uv` wheel of that version (PyPI).
 
+Running an image needs no container engine (`podman run` does not work in these VMs: crun
+refuses its rlimits and the hybrid cgroups): its filesystem is exported once per image id, then
+each command runs in a private mount namespace (`unshare --mount`) where that tree is bind-mounted
+read-only with a tmpfs /tmp, /proc and the host's /dev, and `chroot --userspec` starts it as the
+image's USER in its WORKDIR with exactly its ENV plus what the caller adds. The network is the
+host's, so 127.0.0.1 reaches this machine's PostgreSQL and Redis.
+
 Everything lives under var/images (gitignored): the base tarballs, podman's storage, the build
-cache mounts (TMPDIR) and the build logs.
+cache mounts (TMPDIR) and the exported filesystems.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 VAR = REPO / "var" / "images"
-IMAGES = {"gatehouse-api": "services/api/Dockerfile", "gatehouse-worker": "services/worker/Dockerfile"}
+IMAGES = {
+    "gatehouse-api": "services/api/Dockerfile",
+    "gatehouse-worker": "services/worker/Dockerfile",
+    "gatehouse-wb-sandbox": "dev/wb_sandbox/Dockerfile",  # development only (compose, the dev overlay)
+}
+TAG = "dev"
 # Debian suite for the stand-in Python base: bookworm ships python3.11 (trixie has 3.13 only).
 SUITE = "bookworm"
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
@@ -50,8 +67,15 @@ def podman(*args: str, **kwargs) -> subprocess.CompletedProcess:
     )
 
 
+TOOLS = ("podman", "mmdebstrap", "unshare", "chroot")
+
+
+def missing_tools() -> list[str]:
+    return [tool for tool in TOOLS if shutil.which(tool) is None]
+
+
 def ensure_tools() -> None:
-    missing = [tool for tool in ("podman", "mmdebstrap") if shutil.which(tool) is None]
+    missing = missing_tools()
     if not missing:
         return
     if os.geteuid() != 0:
@@ -104,7 +128,11 @@ def python_base(image: str) -> None:
             ),
         ]
         if HOST_CA.exists():
-            hooks.append(f'cp {HOST_CA} "$1{HOST_CA}"')
+            hooks += [
+                f'cp {HOST_CA} "$1{HOST_CA}"',
+                'mkdir -p "$1/etc/uv"',
+                'echo "native-tls = true" > "$1/etc/uv/uv.toml"',
+            ]
         partial = tarball.with_suffix(".partial.tar")
         run(
             "mmdebstrap",
@@ -118,7 +146,6 @@ def python_base(image: str) -> None:
     changes = [
         "ENV PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin",
         "ENV LANG=C.UTF-8",
-        f"ENV SSL_CERT_FILE={HOST_CA}",
         'CMD ["python3"]',
     ]
     podman("import", *(f"--change={change}" for change in changes), str(tarball), qualified(image))
@@ -172,22 +199,105 @@ def build() -> None:
             "-f",
             str(REPO / dockerfile),
             "-t",
-            f"{name}:dev",
+            f"{name}:{TAG}",
             str(REPO),
         )
 
 
-def main() -> None:
+@dataclass(frozen=True)
+class Image:
+    """A built image as `podman image inspect` describes it, and a way to run its commands."""
+
+    name: str
+    id: str
+    size: int
+    env: list[str]
+    user: str
+    workdir: str
+    cmd: list[str]
+    healthcheck: list[str]
+
+    @classmethod
+    def inspect(cls, name: str) -> Image:
+        out = podman("image", "inspect", f"{name}:{TAG}", capture_output=True, text=True).stdout
+        image = json.loads(out)[0]
+        config = image["Config"]
+        return cls(
+            name=name,
+            id=image["Id"],
+            size=image["Size"],
+            env=config.get("Env") or [],
+            user=config.get("User") or "0:0",
+            workdir=config.get("WorkingDir") or "/",
+            cmd=(config.get("Entrypoint") or []) + (config.get("Cmd") or []),
+            healthcheck=(image.get("Healthcheck") or {}).get("Test") or [],  # Docker format only
+        )
+
+    def rootfs(self) -> Path:
+        """The image's filesystem, exported once per image id (a rebuild exports again)."""
+        root = VAR / "rootfs" / self.id[:16]
+        if not root.exists():
+            partial = root.with_name(root.name + ".partial")
+            shutil.rmtree(partial, ignore_errors=True)
+            partial.mkdir(parents=True)
+            container = f"export-{self.id[:16]}"
+            podman("rm", "--force", "--ignore", container, capture_output=True)
+            podman("create", "--name", container, f"{self.name}:{TAG}", capture_output=True)
+            try:
+                tar = VAR / f"{container}.tar"
+                podman("export", "--output", str(tar), container)
+                run("tar", "-C", str(partial), "--numeric-owner", "-xpf", str(tar))
+                tar.unlink()
+            finally:
+                podman("rm", "--force", container, capture_output=True)
+            partial.rename(root)
+        return root
+
+    def command(self, argv: list[str] | None = None, env: dict[str, str] | None = None) -> list[str]:
+        """argv that runs ``argv`` (default: the image's CMD) as the image would, on a read-only root.
+
+        The chain execs all the way down (unshare → sh → chroot → env → the command), so the
+        command keeps the pid the caller started: signals reach it as they would PID 1 in a pod.
+        """
+        root = self.rootfs()
+        variables = [*self.env, *(f"{k}={v}" for k, v in (env or {}).items())]
+        script = (
+            "set -e; root=$1 user=$2 workdir=$3; shift 3; "
+            'mount --bind "$root" "$root"; mount -o remount,bind,ro "$root"; '
+            'mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/tmp"; '
+            'mount -t proc -o nosuid,nodev,noexec proc "$root/proc"; '
+            'mount --rbind /dev "$root/dev"; '
+            'exec chroot --userspec="$user" "$root" /usr/bin/env -i -C "$workdir" "$@"'
+        )
+        return [
+            "unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "sh",
+            str(root), self.user, self.workdir, *variables, *(self.cmd if argv is None else argv),
+        ]  # fmt: skip
+
+
+def prepare() -> dict[str, Image]:
+    """Tools, stand-in bases and a build of every image (cached layers make a repeat quick)."""
     (VAR / "tmp").mkdir(parents=True, exist_ok=True)
     ensure_tools()
     stand_in_bases()
     build()
-    listing = podman(
-        "images", "--format", "{{.Repository}}:{{.Tag}} {{.Size}}", capture_output=True, text=True
-    )
-    for line in listing.stdout.splitlines():
-        if any(line.startswith(f"localhost/{name}:dev ") for name in IMAGES):
-            print(line, flush=True)
+    podman("image", "prune", "--force", capture_output=True)  # the previous builds' layers
+    return built()
+
+
+def built() -> dict[str, Image]:
+    """The images as last built; exported filesystems of older builds are removed."""
+    images = {name: Image.inspect(name) for name in IMAGES}
+    current = {image.id[:16] for image in images.values()}
+    for old in (VAR / "rootfs").glob("*") if (VAR / "rootfs").exists() else ():
+        if old.name not in current:
+            shutil.rmtree(old, ignore_errors=True)
+    return images
+
+
+def main() -> None:
+    for image in prepare().values():
+        print(f"{image.name}:{TAG} {image.size / 1e6:.0f} MB", flush=True)
 
 
 if __name__ == "__main__":

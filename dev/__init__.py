@@ -1,0 +1,1 @@
+"""Development tools: never installed, never in an image (tests import dev.images)."""
