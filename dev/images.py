@@ -10,7 +10,7 @@ The stand-ins (real builds keep the official images, nothing here changes the Do
 - python:3.11-slim-trixie: Debian bookworm (the newest suite with Python 3.11) from mmdebstrap,
   with /usr/local/bin/python3.11 (where the official image has it) linking to Debian's
   /usr/bin/python3.11. The host's CA bundle is copied in and /etc/uv/uv.toml turns on uv's
-  native-tls, so uv inside the build trusts the same TLS roots as this machine (an intercepting
+  system-certs, so uv inside the build trusts the same TLS roots as this machine (an intercepting
   egress proxy, here) without an ENV that would end up in our images.
 - ghcr.io/astral-sh/uv:<version>: /uv and /uvx taken from the `uv` wheel of that version (PyPI).
 
@@ -48,6 +48,9 @@ TAG = "dev"
 # Debian suite for the stand-in Python base: bookworm ships python3.11 (trixie has 3.13 only).
 SUITE = "bookworm"
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+# Bump when a stand-in recipe below changes: bases with another recipe label are made again.
+RECIPE = "2"
+RECIPE_LABEL = "dev.gatehouse.stand-in-recipe"
 
 
 def log(message: str) -> None:
@@ -109,8 +112,12 @@ def qualified(image: str) -> str:
     return f"docker.io/{image}" if "/" in image else f"docker.io/library/{image}"
 
 
-def have_image(name: str) -> bool:
-    return podman("image", "exists", name, check=False).returncode == 0
+def current_stand_in(name: str) -> bool:
+    label = podman(
+        "image", "inspect", "--format", f'{{{{index .Labels "{RECIPE_LABEL}"}}}}', name,
+        check=False, capture_output=True, text=True,
+    )  # fmt: skip
+    return label.returncode == 0 and label.stdout.strip() == RECIPE
 
 
 def python_base(image: str) -> None:
@@ -118,7 +125,7 @@ def python_base(image: str) -> None:
     if version is None:
         sys.exit(f"images: no stand-in recipe for base image {image}")
     python = f"python{version.group(1)}"
-    tarball = VAR / f"base-{python}-{SUITE}.tar"
+    tarball = VAR / f"base-{python}-{SUITE}-r{RECIPE}.tar"
     if not tarball.exists():
         hooks = [
             'mkdir -p "$1/usr/local/bin"',
@@ -131,7 +138,7 @@ def python_base(image: str) -> None:
             hooks += [
                 f'cp {HOST_CA} "$1{HOST_CA}"',
                 'mkdir -p "$1/etc/uv"',
-                'echo "native-tls = true" > "$1/etc/uv/uv.toml"',
+                'echo "system-certs = true" > "$1/etc/uv/uv.toml"',
             ]
         partial = tarball.with_suffix(".partial.tar")
         run(
@@ -147,6 +154,7 @@ def python_base(image: str) -> None:
         "ENV PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin",
         "ENV LANG=C.UTF-8",
         'CMD ["python3"]',
+        f"LABEL {RECIPE_LABEL}={RECIPE}",
     ]
     podman("import", *(f"--change={change}" for change in changes), str(tarball), qualified(image))
 
@@ -170,12 +178,12 @@ def uv_base(image: str) -> None:
                 target.chmod(0o755)
     tarball = VAR / f"uv-{version}.tar"
     run("tar", "-C", str(root), "-cf", str(tarball), "uv", "uvx")
-    podman("import", str(tarball), qualified(image))
+    podman("import", f"--change=LABEL {RECIPE_LABEL}={RECIPE}", str(tarball), qualified(image))
 
 
 def stand_in_bases() -> None:
     for image in sorted(from_images()):
-        if have_image(qualified(image)):
+        if current_stand_in(qualified(image)):
             log(f"stand-in {qualified(image)} already built")
         elif image.startswith("ghcr.io/astral-sh/uv:"):
             uv_base(image)
