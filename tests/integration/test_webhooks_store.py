@@ -546,8 +546,9 @@ def test_after_the_grace_period_only_the_new_secret_signs(settings, clean):
 # -- 410 Gone ------------------------------------------------------------------------------
 
 
-def test_endpoint_gone_disables_it_and_stops_its_waiting_deliveries_and_their_jobs(wh, db):
+def test_a_410_disables_the_endpoint_and_stops_its_waiting_deliveries_and_their_jobs_at_once(wh, db):
     ep, other = endpoint(wh), endpoint(wh)
+    answered_410, _ = wh.webhooks.send_test(ep)
     pending_a, _ = wh.webhooks.send_test(ep)
     pending_b, _ = wh.webhooks.send_test(ep)
     failed, _ = wh.webhooks.send_test(ep)
@@ -556,12 +557,16 @@ def test_endpoint_gone_disables_it_and_stops_its_waiting_deliveries_and_their_jo
     play(wh, delivered, "delivered", code=200)
     theirs, _ = wh.webhooks.send_test(other)
 
-    assert wh.webhooks.endpoint_gone(ep, "the endpoint answered 410 Gone") == 3
+    job_id = wh.webhooks.get_delivery(answered_410)[0].job_id
+    attempt = wh.webhooks.begin_attempt(answered_410, job_id)
+    gone = "the endpoint answered 410 Gone"
+    assert wh.webhooks.end_attempt(attempt, Answer(410, 12), status="dead", gone=gone) == 3
 
+    # in the same transaction as the attempt's answer
     e = wh.webhooks.get_endpoint(ep)
     assert (e.enabled, e.disabled_reason) == (False, "the endpoint answered 410 Gone")
     status = {d.id: d for d in deliveries(db)}
-    assert {status[i].status for i in (pending_a, pending_b, failed)} == {"dead"}
+    assert {status[i].status for i in (answered_410, pending_a, pending_b, failed)} == {"dead"}
     assert (status[delivered].status, status[theirs].status) == ("delivered", "pending")
     jobs = db("SELECT id, state, error, progress FROM jobs")
     by_id = {j.id: j for j in jobs}
@@ -571,9 +576,8 @@ def test_endpoint_gone_disables_it_and_stops_its_waiting_deliveries_and_their_jo
         assert job.error == {"code": "endpoint-gone", "message": "the endpoint answered 410 Gone"}
         assert job.progress["phase"] == P.FAILED
     assert by_id[status[theirs].job_id].state == "waiting"
-    # its queued attempts find nothing to send; a second 410 stops nothing more
+    # its queued attempts find nothing to send
     assert wh.webhooks.begin_attempt(pending_a, status[pending_a].job_id) == "already-dead"
-    assert wh.webhooks.endpoint_gone(ep, "again") == 0
 
 
 def test_a_replay_waits_for_a_transaction_holding_the_delivery_instead_of_refusing_it(wh, db):

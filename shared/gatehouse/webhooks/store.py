@@ -501,8 +501,13 @@ class WebhookStore:
         )
         return Attempt(delivery_id, number, endpoint_id, url, message_id, signing.body_of(payload), secrets)
 
-    def end_attempt(self, attempt: Attempt, answer: Answer, *, status: str) -> None:
-        """Record what the attempt got and move the delivery to ``status`` (delivered, failed or dead)."""
+    def end_attempt(self, attempt: Attempt, answer: Answer, *, status: str, gone: str | None = None) -> int:
+        """Record what the attempt got and move the delivery to ``status`` (delivered, failed or dead).
+
+        ``gone`` (a 410 Gone, with the reason): in the same transaction the endpoint is disabled
+        and its waiting deliveries stopped (dead, their jobs failed), so no crash can leave the
+        delivery dead and the endpoint still taking deliveries. Returns how many were stopped.
+        """
         with self.engine.begin() as conn:
             sql = on_connection(conn)
             sql(
@@ -523,26 +528,23 @@ class WebhookStore:
                 "delivered_at = CASE WHEN CAST(%(status)s AS text) = 'delivered' THEN now() END WHERE id = %(id)s",
                 {"id": attempt.delivery_id, "status": status},
             )
-
-    def endpoint_gone(self, endpoint_id: uuid.UUID, reason: str) -> int:
-        """410 Gone: disable the endpoint and stop its waiting deliveries (dead, their jobs cancelled)."""
-        with self.engine.begin() as conn:
-            sql = on_connection(conn)
+            if gone is None:
+                return 0
             sql(
                 "UPDATE webhook_endpoints SET enabled = false, disabled_reason = %(reason)s, updated_at = now() "
                 "WHERE id = %(id)s",
-                {"id": endpoint_id, "reason": reason},
+                {"id": attempt.endpoint_id, "reason": gone},
             )
             stopped = sql(
                 "UPDATE webhook_deliveries SET status = 'dead', updated_at = now() "
                 "WHERE endpoint_id = %(id)s AND status IN ('pending', 'failed') RETURNING job_id",
-                {"id": endpoint_id},
+                {"id": attempt.endpoint_id},
             )
             sql(
                 SQL_CANCEL,
                 {
                     "ids": [job_id for (job_id,) in stopped if job_id],
-                    "error": Jsonb({"code": "endpoint-gone", "message": reason}),
+                    "error": Jsonb({"code": "endpoint-gone", "message": gone}),
                     "progress": Jsonb(P.stored(P.FAILED, reason="endpoint-gone")),
                 },
             )

@@ -90,8 +90,7 @@ def _attempt(ctx: JobContext, delivery_id: uuid.UUID) -> dict[str, Any]:
         store.end_attempt(attempt, answer, status="delivered")
         return {"sent": True, "attempt": attempt.number, "statusCode": answer.status_code}
     if answer.status_code == 410:
-        store.end_attempt(attempt, answer, status="dead")
-        store.endpoint_gone(attempt.endpoint_id, "the endpoint answered 410 Gone")
+        store.end_attempt(attempt, answer, status="dead", gone="the endpoint answered 410 Gone")
         raise PermanentJobError("the endpoint answered 410 Gone: disabled", code="endpoint-gone")
     store.end_attempt(attempt, answer, status=failed)
     what = answer.error or f"HTTP {answer.status_code}"
