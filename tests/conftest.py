@@ -114,12 +114,14 @@ def clean(database_url: str, redis_url: str) -> Iterator[None]:
                     "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'alembic_version'"
                 )
             ]
-            if tables:
-                conn.execute(
-                    f"TRUNCATE {', '.join(t for t in tables if t != 'module_registrations')} CASCADE"
-                )
-            # Every module installed and enabled, as the migration leaves them.
-            conn.execute("UPDATE module_registrations SET installed = true, enabled = true")
+            # DELETE, not TRUNCATE: on these few rows it takes 1 ms where TRUNCATE takes 200
+            # (new files for every table), twice per test. The replica role skips the foreign
+            # key triggers, so the order of the tables does not matter.
+            with conn.transaction():
+                conn.execute("SET LOCAL session_replication_role = replica")
+                conn.execute("; ".join(f'DELETE FROM "{t}"' for t in tables if t != "module_registrations"))
+                # Every module installed and enabled, as the migration leaves them.
+                conn.execute("UPDATE module_registrations SET installed = true, enabled = true")
         redis.Redis.from_url(redis_url).flushdb()
 
     wipe()
