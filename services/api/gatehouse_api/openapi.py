@@ -535,17 +535,11 @@ def build() -> dict[str, Any]:
                 "List an account's jobs, newest first",
                 (200, s.JobPage, "a page of jobs"),
                 (401, 404, 422),
-                params=[
+                params=page_params(
                     account,
                     {"name": "state", "in": "query", "schema": {"type": "string", "enum": list(STATES)}},
                     {"name": "type", "in": "query", "schema": {"type": "string", "enum": sorted(REGISTRY)}},
-                    {
-                        "name": "limit",
-                        "in": "query",
-                        "schema": {"type": "integer", "minimum": 1, "maximum": 200},
-                    },
-                    {"name": "cursor", "in": "query", "schema": {"type": "string"}},
-                ],
+                ),
             )
         },
         **job_paths(d),
@@ -554,7 +548,7 @@ def build() -> dict[str, Any]:
                 "Every seller account with its gate and WB's 429 pauses of the last 24 h, newest first (admin)",
                 (200, s.AccountGatePage, "a page of accounts"),
                 (401, 403, 422),
-                params=[
+                params=page_params(
                     {
                         "name": "name",
                         "in": "query",
@@ -567,13 +561,7 @@ def build() -> dict[str, Any]:
                         "description": "true: only accounts that are hot",
                         "schema": {"type": "string", "enum": ["true", "false"]},
                     },
-                    {
-                        "name": "limit",
-                        "in": "query",
-                        "schema": {"type": "integer", "minimum": 1, "maximum": 200},
-                    },
-                    {"name": "cursor", "in": "query", "schema": {"type": "string"}},
-                ],
+                ),
             )
         },
         "/v1/admin/accounts/{accountId}/gate": {
@@ -589,7 +577,7 @@ def build() -> dict[str, Any]:
                 "Every account's jobs, newest first, as the status poll shows each (admin)",
                 (200, s.JobPage, "a page of jobs"),
                 (401, 403, 422),
-                params=[
+                params=page_params(
                     {"name": "state", "in": "query", "schema": {"type": "string", "enum": list(STATES)}},
                     {
                         "name": "phase",
@@ -612,13 +600,7 @@ def build() -> dict[str, Any]:
                         "description": "ISO 8601, exclusive (no offset: UTC)",
                         "schema": {"type": "string", "format": "date-time"},
                     },
-                    {
-                        "name": "limit",
-                        "in": "query",
-                        "schema": {"type": "integer", "minimum": 1, "maximum": 200},
-                    },
-                    {"name": "cursor", "in": "query", "schema": {"type": "string"}},
-                ],
+                ),
             )
         },
         "/v1/admin/overview": {

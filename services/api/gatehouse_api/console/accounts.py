@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import falcon
 
 from gatehouse.job_types import REGISTRY
-from gatehouse_api.console.web import Page
+from gatehouse_api.console.web import Page, query
 from gatehouse_api.resources.gates import account_gate_page, gate_views
 from gatehouse_api.resources.jobs import job_view
 
@@ -21,11 +21,6 @@ TIMELINE_MIN = timedelta(seconds=10)  # the shortest window drawn: a run that ju
 WIDTH, LANE, GAP = 1000, 30, 8
 
 
-def _param(req: falcon.Request):
-    """A filter form sends empty fields for "any": those are absent here."""
-    return lambda name: req.get_param(name) or None
-
-
 def _until(now: datetime, ms: int | None) -> datetime | None:
     return None if ms is None else now + timedelta(milliseconds=ms)
 
@@ -34,7 +29,7 @@ class Accounts(Page):
     """GET /console/accounts: the twin of GET /v1/admin/accounts (name, hot, cursor)."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        param = _param(req)
+        param = query(req)
         found = account_gate_page(self.gh, param, limit=PAGE)
         now = datetime.now(UTC)
         leases = {a["accountId"]: _until(now, a["gate"]["leaseMsLeft"]) for a in found["items"]}

@@ -15,15 +15,10 @@ from typing import Any
 import falcon
 
 from gatehouse.catalog.bulk import STATUSES
-from gatehouse_api.console.web import Page
+from gatehouse_api.console.web import Page, query
 from gatehouse_api.resources.bulk import failure_page, operation_page, operation_view
 
 PAGE = 50
-
-
-def query(req: falcon.Request, name: str) -> str | None:
-    """A filter of a console form: an empty value (the form's "any") is no filter."""
-    return req.get_param(name) or None
 
 
 def text(value: Any) -> str:
@@ -45,9 +40,10 @@ def summary(op: dict[str, Any]) -> list[tuple[str, str]]:
 
 class BulkOperations(Page):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        status = query(req, "status")
+        param = query(req)
+        status = param("status")
         page = operation_page(
-            self.gh, status=status, type=None, limit=PAGE, cursor=query(req, "cursor"), failed_items=False
+            self.gh, status=status, type=None, limit=PAGE, cursor=param("cursor"), failed_items=False
         )
         self.console.render(
             req,
@@ -63,7 +59,8 @@ class BulkOperations(Page):
 class BulkOperation(Page):
     def on_get(self, req: falcon.Request, resp: falcon.Response, operation_id: uuid.UUID) -> None:
         op = operation_view(self.gh.bulk.get(operation_id))
-        failures = failure_page(self.gh, operation_id, limit=PAGE, cursor=query(req, "cursor"))
+        cursor = query(req)("cursor")
+        failures = failure_page(self.gh, operation_id, limit=PAGE, cursor=cursor)
         self.console.render(
             req,
             resp,
@@ -71,6 +68,6 @@ class BulkOperation(Page):
             op=op,
             summary=summary(op),
             failures=failures,
-            cursor=query(req, "cursor"),
+            cursor=cursor,
             module=self.gh.modules.state("catalog"),
         )

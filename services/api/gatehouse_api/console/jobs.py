@@ -12,7 +12,7 @@ from gatehouse import progress
 from gatehouse.errors import Conflict
 from gatehouse.job_types import REGISTRY
 from gatehouse.models import STATES, TIERS
-from gatehouse_api.console.web import PREFIX, Page, back
+from gatehouse_api.console.web import PREFIX, Page, back, query
 from gatehouse_api.resources.jobs import job_page, job_view
 
 PAGE = 50
@@ -23,9 +23,9 @@ class Jobs(Page):
     """GET /console/jobs: the twin of GET /v1/admin/jobs (the same filters and cursor)."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        values = {name: req.get_param(name) or None for name in (*FILTERS, "cursor")}
-        found = job_page(self.gh, values.get, limit=PAGE)
-        filters = {name: values[name] or "" for name in FILTERS}
+        param = query(req)
+        found = job_page(self.gh, param, limit=PAGE)
+        filters = {name: param(name) or "" for name in FILTERS}
         self.console.render(
             req,
             resp,

@@ -13,6 +13,7 @@ not a second query path.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,11 @@ class Page:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.gh = console.gh
+
+
+def query(req: falcon.Request) -> Callable[[str], str | None]:
+    """A filter form's parameters: an empty field (the form's "any") reads as absent, as in the JSON lists."""
+    return lambda name: req.get_param(name) or None
 
 
 def form(req: falcon.Request) -> dict[str, str]:

@@ -28,7 +28,7 @@ from gatehouse.modules import ModuleState
 from gatehouse.paging import instant
 from gatehouse.webhooks.store import EVENT_TYPES
 from gatehouse.webhooks.tables import STATUSES
-from gatehouse_api.console.web import PREFIX, Page, back, form
+from gatehouse_api.console.web import PREFIX, Page, back, form, query
 from gatehouse_api.resources.webhooks import (
     delivery_counts,
     delivery_detail,
@@ -120,17 +120,20 @@ class ReplayEndpoint(_Page):
 
 class Deliveries(_Page):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        # The filter form sends "" for "any": no filter, as an absent parameter is to the JSON list.
-        params = {name: req.get_param(name) or None for name in (*FILTERS, "cursor")}
-        page = delivery_page(self.gh, params.get, limit=PAGE)
+        param = query(req)
+        page = delivery_page(self.gh, param, limit=PAGE)
         endpoints = {e["endpointId"]: e for e in endpoint_list(self.gh)["items"]}
-        filters = {k: v for k, v in params.items() if k in FILTERS and v}
+        filters = {name: param(name) for name in FILTERS if param(name)}
         self.console.render(
             req,
             resp,
             "webhook_deliveries.html",
             page=page,
             endpoints=endpoints,
+            endpoint_labels={
+                id_: e["url"] + (f" ({e['description']})" if e["description"] else "")
+                for id_, e in endpoints.items()
+            },
             filters=filters,
             next_url=(
                 f"{PREFIX}/webhooks/deliveries?{urlencode({**filters, 'cursor': page['nextCursor']})}"
