@@ -9,12 +9,13 @@ an API process or a scheduler, SIGTERM of a busy worker, Redis restarted with
 its data wiped, PostgreSQL restarted, a WB 429 storm, a hanging receiver),
 each recorded with its time. After a bounded drain the invariants are checked
 from the job rows, the sandbox's call log, the receivers' logs and the audit
-rows, and a table is printed (``Report.table``).
+rows (products and carts), and a table is printed (``Report.table``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import random
@@ -90,6 +91,10 @@ SAMPLING_SLACK_S = 0.5  # the monitor reads the gates every 0.25 s
 GATE_LEASE_S = FAST["GATE_LEASE_MS"] / 1000
 # Every per-account schedule each minute (cron's finest), gated ones skipping after 20 s of waiting.
 TICKING = ("rnp-ads", "digitization-incremental", "inventory", "catalog")
+# The cart sweep too, and run by hand every few seconds besides, so sweeps overlap the faults and each
+# other; a cart untouched for 2 s is due (some carts are touched again, which opens them again).
+SWEEPING = "cart-abandonment"
+CART_ABANDON_AFTER_MS = 2_000
 FAULT_KINDS = (
     "worker-kill9",
     "worker-sigterm",
@@ -110,7 +115,9 @@ TERMINAL = ("completed", "failed")
 def schedules_env() -> str:
     return json.dumps(
         {
-            s.name: {"cron": "* * * * *", "max_wait_ms": 20_000} if s.name in TICKING else {"enabled": False}
+            s.name: {"cron": "* * * * *", "max_wait_ms": 20_000}
+            if s.name in (*TICKING, SWEEPING)
+            else {"enabled": False}
             for s in DEFAULTS
         }
     )
@@ -288,6 +295,7 @@ class Chaos:
         self.faults: list[Fault] = []
         self.accepted: set[str] = set()
         self.bulk_ops: dict[str, int] = {}  # operation id -> the price amount it sets
+        self.carts: list[str] = []
         self.gate_samples: list[tuple[float, dict[str, str | None]]] = []
         self.watch_lock = threading.Lock()
         self.errors: list[str] = []
@@ -334,6 +342,8 @@ class Chaos:
             "WEBHOOK_ALLOWED_HOSTS": "127.0.0.0/8",
             "SCHEDULES": schedules_env(),
             "BULK_BATCH_SIZE": "250",
+            "CART_ABANDON_AFTER_MS": str(CART_ABANDON_AFTER_MS),
+            "SWEEP_BATCH_SIZE": "20",  # many batches per sweep: a fault lands between them
             **scaled_limits(SCALE),
         }
         env.update({k: str(v) for k, v in FAST.items()})
@@ -392,6 +402,7 @@ class Chaos:
             threads = [
                 threading.Thread(target=self._guard(self.user_load, duration), daemon=True),
                 threading.Thread(target=self._guard(self.bulk_load, duration), daemon=True),
+                threading.Thread(target=self._guard(self.cart_load), daemon=True),
                 threading.Thread(target=self._guard(self.poll_statuses), daemon=True),
                 threading.Thread(target=self._guard(self.inject_faults, duration), daemon=True),
             ]
@@ -508,6 +519,26 @@ class Chaos:
                     break
                 self.stop_load.wait(1)
             self.stop_load.wait(3)
+
+    def cart_load(self) -> None:
+        """Carts created, some touched again (an abandoned one opens again), sweeps run now and then."""
+        rng = random.Random(self.seed + 200)
+        last_sweep = 0.0
+        while not self.stop_load.is_set():
+            if self.carts and rng.random() < 0.3:
+                cart = rng.choice(self.carts)
+                items = [{"sku": f"CH-{rng.randrange(PRODUCTS):06d}", "quantity": rng.randint(1, 5)}]
+                self.client.request("PATCH", f"/v1/admin/carts/{cart}", json={"items": items})
+            else:
+                r = self.client.request(
+                    "POST", "/v1/admin/carts", json={"customerRef": f"c-{len(self.carts)}"}
+                )
+                if r is not None and r.status_code == 201:
+                    self.carts.append(r.json()["cartId"])
+            if time.time() - last_sweep > 4:
+                last_sweep = time.time()
+                self.client.request("POST", f"/v1/admin/schedules/{SWEEPING}/run")  # a tick, not a job yet
+            self.stop_load.wait(rng.uniform(0.1, 0.3))
 
     def poll_statuses(self) -> None:
         done: set[str] = set()
@@ -866,6 +897,31 @@ class Chaos:
                 not twice and not short,
                 f"{len(done_ops)} completed ops x {PRODUCTS} products; {len(twice)} patched twice, "
                 f"{len(short)} ops whose audit count is not their total",
+            )
+        )
+
+        # … and each cart flipped once per time it was open: never two abandons without a touch between
+        # (a cart's audit rows in commit order: its row lock orders a touch and a sweep's flip)
+        trail: dict[str, list[str]] = defaultdict(list)
+        for cart, action in self.sql(
+            "SELECT entity_id, action FROM audit_log WHERE entity = 'cart' ORDER BY id"
+        ):
+            trail[cart].append(action)
+        flips = sum(a == "cart.abandon" for actions in trail.values() for a in actions)
+        twice = [c for c, actions in trail.items() if any(
+            a == b == "cart.abandon" for a, b in itertools.pairwise(actions)
+        )]  # fmt: skip
+        status = dict(self.sql("SELECT id::text, status FROM carts"))
+        wrong = [
+            c for c, actions in trail.items()
+            if status.get(c) != ("abandoned" if actions[-1] == "cart.abandon" else "open")
+        ]  # fmt: skip
+        checks.append(
+            Check(
+                "each cart flipped once per time it was open (audit rows)",
+                flips > 0 and not twice and not wrong,
+                f"{len(self.carts)} carts, {flips} flips to abandoned; {len(twice)} flipped twice in a row, "
+                f"{len(wrong)} whose status is not their last audit row",
             )
         )
 
