@@ -78,11 +78,28 @@ def test_bulk_patches_refresh_documents_only_when_a_document_input_changes(gh, s
     bulk(gh, ids, ProductPatch(attributes={"supplier": "Meblex"}), {"attributes": {"supplier": "Meblex"}})
     assert documents() == before  # neither a price nor a non-searchable attribute is in a document
 
+    text_before = dict(sql("SELECT product_id, document::text FROM search_documents"))
     bulk(gh, ids, ProductPatch(status="active"), {"status": "active"})
     assert len(gh.search.search("regał", status="active")) == 3  # the status filter follows
+    # … by moving the status alone: the text is as it was
+    assert dict(sql("SELECT product_id, document::text FROM search_documents")) == text_before
     bulk(gh, ids, ProductPatch(attributes={"colour": "orzech"}), {"attributes": {"colour": "orzech"}})
     assert sorted(skus(gh.search.search("orzech"))) == ["B-0", "B-1", "B-2"]
     assert all(documents()[i] != before[i] for i in ids)
+
+
+def test_a_status_patch_during_a_reindex_reaches_the_swapped_index(gh, sql):
+    gh.catalog.create_attribute("colour", "Kolor", False)
+    ids = [product(gh, f"S-{i}", f"Szafa {i}", status="draft").id for i in range(6)]
+    _, reindex = gh.catalog.update_attribute("colour", searchable=True, actor="admin")
+    op_id = reindex.operation.id
+    assert gh.bulk.run_batch(op_id, 2, actor="admin").operation.status == "running"  # 2 rows in the shadow
+
+    bulk(gh, ids, ProductPatch(status="active"), {"status": "active"})
+    reindex_to_end(gh, op_id)
+
+    assert len(gh.search.search("szafa", status="active")) == 6
+    assert gh.search.search("szafa", status="draft") == []
 
 
 def test_ranking_weights_and_prefix_on_the_last_word(gh):

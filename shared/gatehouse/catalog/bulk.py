@@ -515,12 +515,12 @@ class BulkStore:
             for i in batch
             if i in too_many
         ]
-        if documents.patch_changes_documents(
+        documents.refresh_patched(
             conn,
+            result.updated,
             fields=[f for f in ("name", "description", "status") if getattr(patch, f) is not None],
             attribute_codes=list(attrs),
-        ):
-            documents.refresh(conn, result.updated)
+        )
         sent = []
         if result.updated:  # one event per batch, with the ids it changed
             sent = self.events.publish(

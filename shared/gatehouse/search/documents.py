@@ -8,7 +8,7 @@ become spaces first, as the query splits on them too (the default parser would
 read ``-1`` as a signed number).
 
 Every edit (create, batch create, PATCH, a bulk-update batch whose patch can
-change a document: ``patch_changes_documents``) refreshes the documents of the
+change a document: ``refresh_patched``) refreshes the documents of the
 products it changed in its own transaction (``refresh``): in
 the live index, and in the shadow too while a re-index is live (between
 re-indexes the shadow may go stale; the next re-index rebuilds every row). A re-index rebuilds the shadow
@@ -25,8 +25,9 @@ from sqlalchemy import Connection, text
 
 CONFIG = "gatehouse_search"
 
-# The product columns a document (and its status filter) is derived from, besides the searchable attributes.
-DOCUMENT_FIELDS = frozenset({"name", "description", "sku", "status"})
+# The product columns a document's text is derived from, besides the searchable attributes; the
+# status is kept beside the text, for the status filter.
+TEXT_FIELDS = frozenset({"name", "description", "sku"})
 
 # One product's document; ``p`` is the product row.
 DOCUMENT = f"""
@@ -59,6 +60,24 @@ REFRESH = text(
       WHERE type = 'search_reindex' AND status IN ('pending', 'running')
     )
     {_UPSERT}
+    """
+)
+
+# A patch of the status alone: the text stays as it is, only the status beside it moves (no
+# to_tsvector), in the live index and, while a re-index is live, in the shadow rows already built
+# (a row built later reads the committed status).
+REFRESH_STATUS = text(
+    """
+    WITH live AS (
+      UPDATE search_documents AS d SET status = p.status FROM products AS p
+      WHERE p.id = ANY(:ids) AND d.product_id = p.id
+    )
+    UPDATE search_documents_build AS b SET status = p.status FROM products AS p
+    WHERE p.id = ANY(:ids) AND b.product_id = p.id
+      AND EXISTS (
+        SELECT 1 FROM catalog_bulk_operations
+        WHERE type = 'search_reindex' AND status IN ('pending', 'running')
+      )
     """
 )
 
@@ -106,25 +125,31 @@ SWAP = (
 )
 
 
-def patch_changes_documents(
-    conn: Connection, *, fields: Sequence[str], attribute_codes: Sequence[str]
-) -> bool:
-    """Whether a patch of these product fields and attributes can change a document.
+def refresh_patched(
+    conn: Connection,
+    product_ids: Sequence[uuid.UUID | str],
+    *,
+    fields: Sequence[str],
+    attribute_codes: Sequence[str],
+) -> None:
+    """After a patch of these product fields and attributes, refresh what it can have changed.
 
-    A document is built from the name, description, sku, the searchable attributes' values and
-    the status (kept beside it for the status filter); a price-only patch changes none of them.
-    An attribute made searchable later is picked up by the re-index its flip starts.
+    A text field or a searchable attribute: the whole documents; the status alone: only the
+    status beside them; a price or a non-searchable attribute: nothing. An attribute made
+    searchable later is picked up by the re-index its flip starts.
     """
-    if set(fields) & DOCUMENT_FIELDS:
-        return True
-    if not attribute_codes:
-        return False
-    return bool(
-        conn.execute(
+    if not product_ids:
+        return
+    if set(fields) & TEXT_FIELDS or (
+        attribute_codes
+        and conn.execute(
             text("SELECT EXISTS (SELECT 1 FROM attributes WHERE searchable AND code = ANY(:codes))"),
             {"codes": list(attribute_codes)},
         ).scalar()
-    )
+    ):
+        refresh(conn, product_ids)
+    elif "status" in fields:
+        conn.execute(REFRESH_STATUS, {"ids": [uuid.UUID(str(i)) for i in product_ids]})
 
 
 def refresh(conn: Connection, product_ids: Sequence[uuid.UUID | str]) -> None:
