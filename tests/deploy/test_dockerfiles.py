@@ -3,9 +3,8 @@
 The two service images never contain the WB sandbox; it has its own
 development-only image (dev/wb_sandbox/Dockerfile) for compose and the dev overlay.
 
-No container engine runs on CI, so the images are not built here; what a
-build would install is proven by tests/deploy/test_package_isolation.py,
-which runs the same `uv sync` into a fresh environment.
+These are the static checks; tests/deploy/test_images.py builds the images
+for real (podman, dev/images.py) and runs them.
 """
 
 from __future__ import annotations
