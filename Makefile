@@ -46,4 +46,4 @@ screenshots: install
 # var/images), then run read-only as their pods would run them (tests/deploy/test_images.py).
 images: install
 	$(UV) run --locked python dev/images.py
-	$(UV) run --locked pytest -q tests/deploy/test_images.py
+	GATEHOUSE_IMAGES_BUILT=1 $(UV) run --locked pytest -q tests/deploy/test_images.py
