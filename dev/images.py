@@ -290,7 +290,10 @@ def prepare() -> dict[str, Image]:
     stand_in_bases()
     build()
     podman("image", "prune", "--force", capture_output=True)  # the previous builds' layers
-    return built()
+    images = built()
+    for image in images.values():
+        image.rootfs()  # exported now, with the build, not when a test first runs the image
+    return images
 
 
 def built() -> dict[str, Image]:

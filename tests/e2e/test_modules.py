@@ -65,7 +65,7 @@ def logged(procs, line: str, count: int = 1) -> bool:
 
 def test_a_disabled_module_pauses_its_consumers_in_every_worker_and_drains_when_enabled(processes, gh, sql):
     # Given an API with 2 gunicorn workers and 2 worker processes, all consuming
-    _, url = processes.api(env={"BACKEND_ROLE": "api"})
+    _, url = processes.api(env={"BACKEND_ROLE": "api", "API_WORKERS": "2"})
     procs = workers(processes)
     wait_until(lambda: logged(procs, "Worker process is ready"), timeout=30, what="the workers")
     ids = products(gh, 60)
