@@ -136,9 +136,10 @@ def write(
     if cores and busiest > cores:
         lines += [
             "",
-            f"The load average reached {busiest:.1f} on {cores} cores: other processes shared the machine "
-            "with these runs, so each figure is lower (a latency higher) than the same code would give on "
-            "an idle one; the ratios to floors measured in the same run suffer less than absolute figures.",
+            f"The load average reached {busiest:.1f} on {cores} cores (a benchmark's own processes — "
+            "workers, API, PostgreSQL, the load generator — and anything else running): figures made "
+            "while the machine was oversubscribed are lower (latencies higher) than on a bigger one; "
+            "the ratios to floors measured in the same run suffer less than absolute figures.",
         ]
     lines.append("")
     md.write_text("\n".join(lines))
