@@ -1,9 +1,10 @@
 """The in-process domain event bus: events raised inside the transaction of the change.
 
 A domain change publishes its events on the connection of its own
-transaction (``bus.publish(sql, event)``). Each subscriber writes what the
-event causes in that same transaction — the webhooks module writes one
-delivery row and its ``webhook.deliver`` job row per subscribed endpoint (the
+transaction (``bus.publish(sql, *events)``). Each subscriber gets the events
+of one publish together and writes what they cause in that same transaction —
+the webhooks module writes one delivery row per (event, subscribed endpoint)
+and a ``webhook.deliver`` job row per endpoint's batch of them (the
 transactional outbox) — and returns the job deliveries to send. The caller
 sends them after its commit (``bus.send`` or ``Gatehouse.enqueue``): a change
 that rolls back leaves no delivery, and a crash between commit and send
@@ -68,7 +69,8 @@ class Event:
         return {"type": self.type, "timestamp": self.at.isoformat(timespec="milliseconds"), "data": self.data}
 
 
-Subscriber = Callable[[Sql, Event], Sequence[Delivery]]
+# Gets the (non-empty) events of one publish, in order; returns the jobs to send after commit.
+Subscriber = Callable[[Sql, Sequence[Event]], Sequence[Delivery]]
 
 
 class EventBus:
@@ -86,7 +88,9 @@ class EventBus:
     def publish(self, sql: Sql, *events: Event) -> list[Delivery]:
         """Write what ``events`` cause, in the caller's transaction; send the result after commit."""
         live = [event for event in events if self._emits(event.type)]
-        return [d for event in live for subscriber in self._subscribers for d in subscriber(sql, event)]
+        if not live:
+            return []
+        return [d for subscriber in self._subscribers for d in subscriber(sql, live)]
 
     def send(self, deliveries: Iterable[Delivery]) -> None:
         """After the commit: enqueue the job deliveries ``publish`` returned."""

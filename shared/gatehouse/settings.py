@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from gatehouse.errors import ConfigurationError
@@ -257,6 +257,10 @@ class Settings(BaseSettings):
     # At most this many attempts to one endpoint run at once (across every worker);
     # more wait for a slot without spending an attempt, so a slow endpoint holds few threads.
     webhook_max_per_endpoint: int = 4
+    # One webhook.deliver job sends at most this many deliveries to one endpoint (those
+    # raised in one transaction, or replayed together), one after another in its slot,
+    # so a run and its bookkeeping serve the batch; the undelivered are retried together.
+    webhook_batch_size: int = Field(default=50, ge=1)
 
     # The operations console (/console, served by the API). Its session cookie is
     # signed with CONSOLE_SECRET, or, unset, with a key derived from ADMIN_TOKEN

@@ -169,6 +169,35 @@ def test_an_event_to_three_endpoints_is_three_verified_deliveries(wh, processes,
     assert len(deliveries) == 3
 
 
+def test_the_events_of_one_transaction_go_as_one_job_that_retries_only_what_failed(wh, processes, receivers):
+    r = receiver(receivers)
+    endpoint(wh, r)
+    # the second request fails (and sets a cookie, which no later request may carry back)
+    r.script(Reply(200), Reply(503, headers={"set-cookie": "session=s3cr3t; Path=/"}), Reply(200))
+    events = [Event("catalog.product.updated", {"productId": str(uuid.uuid4())}) for _ in range(5)]
+    with wh.engine.begin() as conn:
+        sent = wh.events.publish(on_connection(conn), *events)
+    assert len(sent) == 1  # five deliveries, one job: a batch of the endpoint's
+    worker(processes)
+    wh.events.send(sent)
+
+    wait_until(
+        lambda: {d.status for d in wh.webhooks.list_deliveries(limit=10)} == {"delivered"},
+        timeout=30,
+        what="the five deliveries delivered",
+    )
+    ids = r.ids()
+    assert sorted(set(ids)) == sorted(e.id for e in events) and len(ids) == 6
+    [again] = [i for i in set(ids) if ids.count(i) == 2]  # the one that failed, and only it, twice
+    assert ids.index(again) == 1 and ids[-1] == again
+    assert all(got.verified_by == (0,) and "cookie" not in got.headers for got in r.received)
+    job = job_of(wh, sent[0].job_id)
+    assert (job.state, job.attempt) == ("completed", 2)
+    for d in wh.webhooks.list_deliveries(limit=10):
+        codes = [a.status_code for a in attempts_of(wh, d.id)]
+        assert codes == ([503, 200] if d.message_id == again else [200]), (d.message_id, codes)
+
+
 def test_seven_5xx_then_a_2xx_is_delivered_on_attempt_8_on_the_scaled_schedule(wh, processes, receivers):
     # Given a receiver that answers 5xx seven times, then 200
     codes = [500, 502, 503, 504, 500, 500, 500]

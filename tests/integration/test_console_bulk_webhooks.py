@@ -277,7 +277,7 @@ def test_rotate_secret_shows_the_new_secret_once_on_the_answer_and_nowhere_else(
     assert secret not in page(client, cookie, "/console/webhooks/endpoints")
     event = publish(wh)
     delivery = delivery_of(wh, event)
-    signing = wh.webhooks.begin_attempt(delivery.id, delivery.job_id)  # what the next attempt signs with
+    signing = wh.webhooks.begin_run(delivery.job_id)  # what the next attempt signs with
     assert signing.secrets[0] == secret and len(signing.secrets) == 2  # the old one in its grace period
 
 
@@ -337,8 +337,8 @@ def test_a_delivery_page_shows_its_payload_as_text_its_attempts_and_job(client, 
     wh.webhooks.create_endpoint(HOOK)
     event = publish(wh, name=XSS, message="Товар обновлён")
     d = delivery_of(wh, event)
-    attempt = wh.webhooks.begin_attempt(d.id, d.job_id)
-    wh.webhooks.end_attempt(attempt, Answer(500, 12, excerpt=f"down {XSS}"), status="dead")
+    run = wh.webhooks.begin_run(d.job_id)
+    wh.webhooks.end_run(run, [(run.attempts[0], Answer(500, 12, excerpt=f"down {XSS}"), "dead")])
 
     html = page(client, cookie, f"/console/webhooks/deliveries/{d.id}")
     assert XSS not in html

@@ -31,8 +31,8 @@ def events(gh):
     """Every event raised on the bus, as (type, data), in the order of their transactions' commits."""
     raised: list[tuple[str, dict]] = []
 
-    def subscriber(sql, event):
-        raised.append((event.type, event.data))
+    def subscriber(sql, events):
+        raised.extend((event.type, event.data) for event in events)
         return []
 
     gh.events.subscribe(subscriber)
@@ -120,8 +120,8 @@ def test_an_interrupted_cart_sweep_leaves_whole_batches_and_the_next_run_continu
     # The second batch fails inside its transaction (after its flips and audit rows were written)
     calls = []
 
-    def failing(sql_, event):
-        calls.append(event)
+    def failing(sql_, events):
+        calls.append(events)
         if len(calls) == 2:
             raise RuntimeError("the process died here")
         return []

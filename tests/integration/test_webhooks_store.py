@@ -1,7 +1,7 @@
 """The webhooks' SQL against real PostgreSQL, in this process: the outbox, domain events, replays, secrets.
 
 No worker runs and nothing is ever sent: the endpoints point at loopback (allowlisted
-here), and every attempt is played by calling ``begin_attempt`` / ``end_attempt``.
+here), and every run of a delivery job is played by calling ``begin_run`` / ``end_run``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from gatehouse.events import Event, on_connection, on_cursor
 from gatehouse.job_types import IMPORT_USER_FEEDS, WEBHOOK_DELIVER
 from gatehouse.models import Account
 from gatehouse.webhooks import signing
-from gatehouse.webhooks.store import Answer, Attempt
+from gatehouse.webhooks.store import Answer, Attempt, Run
 from gatehouse_worker.pipeline import outcome_event
 from tests.support.processes import wait_until
 
@@ -60,9 +60,9 @@ def endpoint(wh: Gatehouse, **kw) -> uuid.UUID:
     return wh.webhooks.create_endpoint(URL, **kw).endpoint.id
 
 
-def publish(wh: Gatehouse, event: Event):
+def publish(wh: Gatehouse, *events: Event):
     with wh.engine.begin() as conn:
-        return wh.events.publish(on_connection(conn), event)
+        return wh.events.publish(on_connection(conn), *events)
 
 
 def deliveries(db, **where) -> list:
@@ -86,12 +86,19 @@ def events_of(db, event_type: str) -> list[dict]:
     return [d.payload for d in deliveries(db, event_type=event_type)]
 
 
+def begin(wh: Gatehouse, delivery_id: uuid.UUID) -> Run:
+    """A run of the job of the delivery's current series (a send_test's: that delivery alone)."""
+    run = wh.webhooks.begin_run(wh.webhooks.get_delivery(delivery_id)[0].job_id)
+    assert isinstance(run, Run), run
+    assert [a.delivery_id for a in run.attempts] == [delivery_id]
+    return run
+
+
 def play(wh: Gatehouse, delivery_id: uuid.UUID, status: str, code: int = 500) -> Attempt:
     """One attempt of the delivery's current series, ending in ``status`` (what the job body does)."""
-    job_id = wh.webhooks.get_delivery(delivery_id)[0].job_id
-    attempt = wh.webhooks.begin_attempt(delivery_id, job_id)
-    assert isinstance(attempt, Attempt), attempt
-    wh.webhooks.end_attempt(attempt, Answer(code, 12), status=status)
+    run = begin(wh, delivery_id)
+    [attempt] = run.attempts
+    wh.webhooks.end_run(run, [(attempt, Answer(code, 12), status)])
     return attempt
 
 
@@ -144,7 +151,7 @@ def test_an_event_is_one_delivery_and_one_job_per_enabled_subscribed_endpoint(wh
         assert (job.type, job.queue, job.tier, job.state, job.max_attempts, job.account_id) == (
             "webhook.deliver", WEBHOOK_DELIVER.queue, "user", "waiting", 8, None,
         )  # fmt: skip
-        assert job.payload == {"deliveryId": str(d.id), "endpointId": str(d.endpoint_id)}
+        assert job.payload == {"endpointId": str(d.endpoint_id), "deliveries": 1}
     # … and what the caller sends after commit is exactly those job rows
     assert sorted((s.job_id, s.queue, s.actor, s.delivery) for s in sent) == sorted(
         (j.id, j.queue, j.type, j.delivery) for j in jobs.values()
@@ -157,6 +164,72 @@ def test_no_endpoint_or_no_subscriber_means_no_row(wh, db):
     endpoint(wh, event_types=["wb.job.failed"])
     assert publish(wh, Event("wb.job.completed", {})) == []
     assert deliveries(db) == [] and deliver_jobs(db) == {}
+
+
+def test_the_events_of_one_transaction_make_one_job_per_endpoint_batch_of_webhook_batch_size(wh, db):
+    wh.webhooks.settings = wh.settings.model_copy(update={"webhook_batch_size": 3})
+    every = endpoint(wh)
+    products_only = endpoint(wh, event_types=["catalog.product.updated"])
+    events = [Event("catalog.product.updated", {"n": i}) for i in range(7)] + [Event("wb.job.failed", {"n": 7})]
+
+    sent = publish(wh, *events)
+
+    jobs = deliver_jobs(db)
+    assert sorted(s.job_id for s in sent) == sorted(jobs)
+    index = {e.id: i for i, e in enumerate(events)}
+    batches: dict[uuid.UUID, dict[uuid.UUID, set[int]]] = {every: {}, products_only: {}}
+    for d in deliveries(db):
+        batches[d.endpoint_id].setdefault(d.job_id, set()).add(index[d.message_id])
+        assert jobs[d.job_id].payload["endpointId"] == str(d.endpoint_id)
+    # each endpoint's deliveries in the events' order, three to a job
+    assert sorted(batches[every].values(), key=min) == [{0, 1, 2}, {3, 4, 5}, {6, 7}]
+    assert sorted(batches[products_only].values(), key=min) == [{0, 1, 2}, {3, 4, 5}, {6}]
+    for by_job in batches.values():
+        for job_id, members in by_job.items():
+            assert jobs[job_id].payload["deliveries"] == len(members)
+
+
+def test_a_run_attempts_each_undelivered_delivery_of_its_job_and_the_next_run_those_left(wh, db):
+    endpoint(wh)
+    events = [Event("webhook.test", {"n": i}) for i in range(4)]
+    [job] = publish(wh, *events)
+
+    run = wh.webhooks.begin_run(job.job_id)
+
+    assert {a.message_id for a in run.attempts} == {e.id for e in events}
+    assert {a.number for a in run.attempts} == {1} and run.url == URL
+    assert {(d.status, d.attempts) for d in deliveries(db)} == {("delivering", 1)}
+    ok, bad, unsent_a, unsent_b = run.attempts
+    wh.webhooks.end_run(
+        run,
+        [(ok, Answer(204, 3), "delivered"), (bad, Answer(500, 4, excerpt="down"), "failed")],
+        unsent=[unsent_a, unsent_b],  # the run stopped before sending these: back as they were
+    )
+    status = {d.id: (d.status, d.attempts) for d in deliveries(db)}
+    assert status == {
+        ok.delivery_id: ("delivered", 1), bad.delivery_id: ("failed", 1),
+        unsent_a.delivery_id: ("pending", 0), unsent_b.delivery_id: ("pending", 0),
+    }  # fmt: skip
+    attempts = db("SELECT delivery_id, attempt, status_code, response_excerpt FROM webhook_attempts")
+    assert sorted((a.delivery_id, a.attempt, a.status_code, a.response_excerpt) for a in attempts) == sorted(
+        [(ok.delivery_id, 1, 204, None), (bad.delivery_id, 1, 500, "down")]
+    )
+
+    second = wh.webhooks.begin_run(job.job_id)  # the job's retry: only the undelivered ones
+    assert {(a.delivery_id, a.number, a.was) for a in second.attempts} == {
+        (bad.delivery_id, 2, "failed"), (unsent_a.delivery_id, 1, "pending"), (unsent_b.delivery_id, 1, "pending"),
+    }  # fmt: skip
+    third = wh.webhooks.begin_run(job.job_id)  # a run that took over from one that lost its lease
+    late = [(a, Answer(204, 5), "delivered") for a in second.attempts]
+    wh.webhooks.end_run(second, late)  # the lost run's answers: recorded, but they move nothing
+    assert {d.id: d.status for d in deliveries(db) if d.id != ok.delivery_id} == dict.fromkeys(
+        (bad.delivery_id, unsent_a.delivery_id, unsent_b.delivery_id), "delivering"
+    )
+    wh.webhooks.end_run(third, [(a, Answer(204, 5), "delivered") for a in third.attempts])
+    assert {d.status for d in deliveries(db)} == {"delivered"}
+    assert wh.webhooks.begin_run(job.job_id) == "already-delivered"
+    [(n,)] = db("SELECT count(*) FROM webhook_attempts WHERE status_code = 204")
+    assert n == 1 + 3 + 3
 
 
 def test_an_event_whose_transaction_rolls_back_leaves_no_delivery_and_no_job(wh, db):
@@ -410,9 +483,9 @@ def test_only_a_dead_or_delivered_delivery_is_replayed_as_a_new_series_with_the_
     assert after.job_id == sent.job_id != before.job_id
     job = deliver_jobs(db)[sent.job_id]
     assert (job.state, job.max_attempts) == ("waiting", 8)
-    assert job.payload == {"deliveryId": str(delivery_id), "endpointId": str(before.endpoint_id)}
+    assert job.payload == {"endpointId": str(before.endpoint_id), "deliveries": 1}
     # The old series finds it taken over; the new one's attempt follows the last one.
-    assert wh.webhooks.begin_attempt(delivery_id, before.job_id) == "replaced-by-replay"
+    assert wh.webhooks.begin_run(before.job_id) == "replaced-or-gone"
     assert play(wh, delivery_id, "delivered", code=200).number == 2
     assert len(wh.webhooks.replay(delivery_id)) == 1  # delivered is replayable too
     _, attempts = wh.webhooks.get_delivery(delivery_id)
@@ -506,11 +579,9 @@ def test_start_replay_since_queues_one_replay_job(wh, db):
 # -- secrets -----------------------------------------------------------------------------------
 
 
-def attempt_of(wh: Gatehouse, ep: uuid.UUID) -> Attempt:
+def attempt_of(wh: Gatehouse, ep: uuid.UUID) -> Run:
     delivery_id, _ = wh.webhooks.send_test(ep)
-    attempt = wh.webhooks.begin_attempt(delivery_id, wh.webhooks.get_delivery(delivery_id)[0].job_id)
-    assert isinstance(attempt, Attempt), attempt
-    return attempt
+    return begin(wh, delivery_id)
 
 
 def test_a_rotated_secret_signs_beside_the_old_one_during_the_grace_period(wh, db):
@@ -520,9 +591,10 @@ def test_a_rotated_secret_signs_beside_the_old_one_during_the_grace_period(wh, d
     new = wh.webhooks.rotate_secret(created.endpoint.id)
 
     assert new.startswith("whsec_") and new != created.secret
-    attempt = attempt_of(wh, created.endpoint.id)
-    assert attempt.secrets == (new, created.secret)  # newest first
-    headers = signing.sign(attempt.message_id, datetime.now(UTC), attempt.body, attempt.secrets)
+    run = attempt_of(wh, created.endpoint.id)
+    assert run.secrets == (new, created.secret)  # newest first
+    [attempt] = run.attempts
+    headers = signing.sign(attempt.message_id, datetime.now(UTC), attempt.body, run.secrets)
     for secret in (new, created.secret):  # a receiver holding either verifies
         assert signing.verify(headers, attempt.body, secret)["type"] == "webhook.test"
     [(stored,)] = db("SELECT secret FROM webhook_endpoints")
@@ -557,10 +629,9 @@ def test_a_410_disables_the_endpoint_and_stops_its_waiting_deliveries_and_their_
     play(wh, delivered, "delivered", code=200)
     theirs, _ = wh.webhooks.send_test(other)
 
-    job_id = wh.webhooks.get_delivery(answered_410)[0].job_id
-    attempt = wh.webhooks.begin_attempt(answered_410, job_id)
+    run = begin(wh, answered_410)
     gone = "the endpoint answered 410 Gone"
-    assert wh.webhooks.end_attempt(attempt, Answer(410, 12), status="dead", gone=gone) == 3
+    assert wh.webhooks.end_run(run, [(run.attempts[0], Answer(410, 12), "dead")], gone=gone) == 3
 
     # in the same transaction as the attempt's answer
     e = wh.webhooks.get_endpoint(ep)
@@ -577,7 +648,7 @@ def test_a_410_disables_the_endpoint_and_stops_its_waiting_deliveries_and_their_
         assert job.progress["phase"] == P.FAILED
     assert by_id[status[theirs].job_id].state == "waiting"
     # its queued attempts find nothing to send
-    assert wh.webhooks.begin_attempt(pending_a, status[pending_a].job_id) == "already-dead"
+    assert wh.webhooks.begin_run(status[pending_a].job_id) == "already-dead"
 
 
 def test_a_replay_waits_for_a_transaction_holding_the_delivery_instead_of_refusing_it(wh, db):
@@ -586,7 +657,7 @@ def test_a_replay_waits_for_a_transaction_holding_the_delivery_instead_of_refusi
     play(wh, delivery_id, "dead")
     job_id = wh.webhooks.get_delivery(delivery_id)[0].job_id
 
-    # A stale attempt of the old series holds the row (begin_attempt locks it FOR UPDATE, then finds it dead).
+    # A stale run of the old series holds the row (begin_run locks it FOR UPDATE, then finds it dead).
     with wh.engine.begin() as holder:
         holder.execute(
             text("SELECT 1 FROM webhook_deliveries WHERE id = :id FOR UPDATE"), {"id": delivery_id}
@@ -598,4 +669,4 @@ def test_a_replay_waits_for_a_transaction_holding_the_delivery_instead_of_refusi
             sent = replay.result(timeout=10)
 
     assert len(sent) == 1 and wh.webhooks.get_delivery(delivery_id)[0].status == "pending"
-    assert wh.webhooks.begin_attempt(delivery_id, job_id) == "replaced-by-replay"
+    assert wh.webhooks.begin_run(job_id) == "replaced-or-gone"

@@ -38,6 +38,7 @@ class Received:
     verified_by: tuple[int, ...]  # indexes of the secrets that verify it
     body: bytes
     path: str
+    headers: dict[str, str] = field(default_factory=dict)  # every header, names lower-cased
 
     @property
     def event(self) -> dict[str, Any]:
@@ -117,6 +118,7 @@ class Receiver:
                             verified_by=tuple(verified),
                             body=body,
                             path=self.path,
+                            headers=headers,
                         )
                     )
                 reply = receiver._next_reply()

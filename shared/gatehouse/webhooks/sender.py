@@ -10,12 +10,13 @@ answer are read.
 from __future__ import annotations
 
 import time
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
 import httpx
 
-from gatehouse.webhooks.store import Answer, Attempt
+from gatehouse.webhooks.store import Answer
 
 READ_MAX = 64 * 1024
 RETRY_AFTER_MAX_MS = 3_600_000
@@ -23,11 +24,16 @@ USER_AGENT = "Gatehouse-Webhooks/1"
 
 
 def client() -> httpx.Client:
-    """The one client of a worker process: its connection pool is shared by every delivery."""
+    """The one client of a worker process: its connection pool is shared by every delivery.
+
+    It keeps no cookies: a ``Set-Cookie`` of one receiver must never ride along to another
+    endpoint on the same host (nor back to it: a delivery carries its body and signature only).
+    """
     return httpx.Client(
         follow_redirects=False,
         limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
         headers={"user-agent": USER_AGENT},
+        cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
     )
 
 
@@ -45,7 +51,7 @@ def retry_after_ms(value: str | None, now: datetime | None = None) -> int | None
     return min(max(0, int(wait)), RETRY_AFTER_MAX_MS)
 
 
-def post(http: httpx.Client, attempt: Attempt, headers: dict[str, str], timeout_s: float) -> Answer:
+def post(http: httpx.Client, url: str, body: str, headers: dict[str, str], timeout_s: float) -> Answer:
     start = time.monotonic()
 
     def elapsed_ms() -> int:
@@ -54,8 +60,8 @@ def post(http: httpx.Client, attempt: Attempt, headers: dict[str, str], timeout_
     try:
         with http.stream(
             "POST",
-            attempt.url,
-            content=attempt.body.encode(),
+            url,
+            content=body.encode(),
             headers={**headers, "content-type": "application/json"},
             timeout=httpx.Timeout(timeout_s),
         ) as response:

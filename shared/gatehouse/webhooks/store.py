@@ -1,13 +1,16 @@
 """The webhooks' SQL: endpoints, the outbox of domain events, one attempt's bookkeeping, replays.
 
 The outbox (``WebhookStore.outbox``) is an event-bus subscriber: in the
-transaction of the change that raised the event it writes one delivery per
-enabled endpoint subscribed to the event's type, and the ``webhook.deliver``
-job row of each, in one statement; the caller sends the jobs after commit.
+transaction of the change that raised the events it writes one delivery per
+(event, enabled endpoint subscribed to its type) and one ``webhook.deliver``
+job row per endpoint's batch of them (at most WEBHOOK_BATCH_SIZE), in one
+statement; the caller sends the jobs after commit. A delivery belongs to the
+job of its current series (``job_id``); a replay moves it to a new job.
 
-An attempt is the job body's (gatehouse_worker.jobs.webhooks): ``begin_attempt``
-locks the delivery, numbers the attempt and writes its row before any byte is
-sent; ``end_attempt`` records what came back and the delivery's new status.
+A run of a job is the body's (gatehouse_worker.jobs.webhooks): ``begin_run``
+locks the job's undelivered deliveries, numbers an attempt of each and writes
+their rows before any byte is sent; ``end_run`` records what came back and
+each delivery's new status — two transactions per batch, not per delivery.
 """
 
 from __future__ import annotations
@@ -69,15 +72,24 @@ class Created:
 
 @dataclass(frozen=True)
 class Attempt:
-    """What one attempt sends: where, which message, signed with which secrets."""
+    """One delivery's attempt in a run: which message, as which body."""
 
     delivery_id: uuid.UUID
     number: int  # over the delivery's life
-    endpoint_id: uuid.UUID
-    url: str
     message_id: str
     body: str
+    was: str  # the delivery's status before the run (it goes back to it if the run never sends it)
+
+
+@dataclass(frozen=True)
+class Run:
+    """What one run of a ``webhook.deliver`` job sends: where, signed with which secrets, which attempts."""
+
+    job_id: uuid.UUID
+    endpoint_id: uuid.UUID
+    url: str
     secrets: tuple[str, ...]  # newest first
+    attempts: tuple[Attempt, ...]
 
 
 @dataclass(frozen=True)
@@ -101,42 +113,81 @@ FIRST_ATTEMPT = (
     "CASE WHEN %(first_delay_ms)s > 0 THEN 'delayed' ELSE 'waiting' END, "
     "CASE WHEN %(first_delay_ms)s > 0 THEN now() + %(first_delay_ms)s * interval '1 millisecond' END"
 )
-# One statement: the deliveries of an event to every subscribed enabled endpoint (or to one
-# endpoint: a test event) and each one's job row; returns the jobs to send after commit.
-OUTBOX = f"""
-WITH targets AS MATERIALIZED (
-  SELECT e.id AS endpoint_id, gen_random_uuid() AS delivery_id, gen_random_uuid() AS job_id
-  FROM webhook_endpoints AS e
-  WHERE e.enabled AND CASE WHEN %(endpoint_id)s::uuid IS NULL
-    THEN e.event_types IS NULL OR %(type)s = ANY(e.event_types) ELSE e.id = %(endpoint_id)s::uuid END
-), deliveries AS (
-  INSERT INTO webhook_deliveries (id, endpoint_id, message_id, event_type, payload, job_id)
-  SELECT delivery_id, endpoint_id, %(message_id)s, %(type)s, %(payload)s, job_id FROM targets
-)
+# The job rows of ``batches`` (endpoint_id, batch, size, job_id): one per endpoint's batch of
+# deliveries, the endpoints taking turns (first batches first), so the workers that take the
+# first messages spread over the endpoints instead of queueing for one endpoint's slots.
+BATCH_JOBS = f"""
 INSERT INTO jobs (id, type, queue, tier, max_attempts, payload, state, resume_at)
 SELECT job_id, %(job_type)s, %(queue)s, 'user', %(max_attempts)s,
-  jsonb_build_object('deliveryId', delivery_id, 'endpointId', endpoint_id), {FIRST_ATTEMPT}
-FROM targets
+  jsonb_build_object('endpointId', endpoint_id, 'deliveries', size), {FIRST_ATTEMPT}
+FROM batches ORDER BY batch, endpoint_id
 RETURNING id, queue, type, delivery
 """
-# A new series of attempts for replayable deliveries (locked, so two replays make one series: the
-# second waits for the first, then finds the delivery pending). A batch replay skips rows in use.
+# One statement: the deliveries of the events (a JSON array of {id, type, payload}) to every
+# subscribed enabled endpoint (or to one endpoint: a test event), numbered per endpoint into
+# batches of %(batch_size)s, and a job row per batch; returns the jobs to send after commit.
+OUTBOX = f"""
+WITH events AS (
+  SELECT ev->>'id' AS message_id, ev->>'type' AS type, ev->'payload' AS payload, n
+  FROM jsonb_array_elements(%(events)s) WITH ORDINALITY AS listed(ev, n)
+), targets AS MATERIALIZED (
+  SELECT e.id AS endpoint_id, ev.message_id, ev.type, ev.payload, gen_random_uuid() AS delivery_id,
+    (row_number() OVER (PARTITION BY e.id ORDER BY ev.n) - 1) / %(batch_size)s AS batch
+  FROM events AS ev JOIN webhook_endpoints AS e ON e.enabled AND CASE WHEN %(endpoint_id)s::uuid IS NULL
+    THEN e.event_types IS NULL OR ev.type = ANY(e.event_types) ELSE e.id = %(endpoint_id)s::uuid END
+), batches AS MATERIALIZED (
+  SELECT endpoint_id, batch, count(*) AS size, gen_random_uuid() AS job_id FROM targets GROUP BY 1, 2
+), deliveries AS (
+  INSERT INTO webhook_deliveries (id, endpoint_id, message_id, event_type, payload, job_id)
+  SELECT t.delivery_id, t.endpoint_id, t.message_id, t.type, t.payload, b.job_id
+  FROM targets AS t JOIN batches AS b USING (endpoint_id, batch)
+)
+{BATCH_JOBS}"""
+# A new series of attempts for replayable deliveries, in batches per endpoint like the outbox's
+# (locked, so two replays make one series: the second waits for the first, then finds the
+# delivery pending). A batch replay skips rows in use.
 REPLAY = f"""
 WITH chosen AS MATERIALIZED (
-  SELECT d.id AS delivery_id, d.endpoint_id, gen_random_uuid() AS job_id FROM webhook_deliveries AS d
+  SELECT d.id AS delivery_id, d.endpoint_id, d.created_at FROM webhook_deliveries AS d
   JOIN webhook_endpoints AS e ON e.id = d.endpoint_id AND e.enabled
   WHERE {{where}} AND d.status IN {REPLAYABLE}
   ORDER BY d.created_at LIMIT %(limit)s FOR UPDATE OF d {{skip}}
+), numbered AS MATERIALIZED (
+  SELECT delivery_id, endpoint_id,
+    (row_number() OVER (PARTITION BY endpoint_id ORDER BY created_at, delivery_id) - 1) / %(batch_size)s AS batch
+  FROM chosen
+), batches AS MATERIALIZED (
+  SELECT endpoint_id, batch, count(*) AS size, gen_random_uuid() AS job_id FROM numbered GROUP BY 1, 2
 ), moved AS (
-  UPDATE webhook_deliveries AS d SET status = 'pending', job_id = c.job_id, delivered_at = NULL,
+  UPDATE webhook_deliveries AS d SET status = 'pending', job_id = b.job_id, delivered_at = NULL,
     updated_at = now()
-  FROM chosen AS c WHERE d.id = c.delivery_id
+  FROM numbered AS n JOIN batches AS b USING (endpoint_id, batch) WHERE d.id = n.delivery_id
 )
-INSERT INTO jobs (id, type, queue, tier, max_attempts, payload, state, resume_at)
-SELECT job_id, %(job_type)s, %(queue)s, 'user', %(max_attempts)s,
-  jsonb_build_object('deliveryId', delivery_id, 'endpointId', endpoint_id), {FIRST_ATTEMPT}
-FROM chosen
-RETURNING id, queue, type, delivery
+{BATCH_JOBS}"""
+# A run's answers: each attempt's row, and its delivery's status unless a later attempt began
+# since (a run that lost its lease to another records what it sent, and moves nothing).
+END_ATTEMPTS = """
+WITH answers AS (
+  SELECT * FROM unnest(%(ids)s::uuid[], %(numbers)s::int[], %(statuses)s::text[], %(codes)s::int[],
+    %(errors)s::text[], %(ms)s::int[], %(excerpts)s::text[]) AS v(id, n, status, code, error, ms, excerpt)
+), recorded AS (
+  UPDATE webhook_attempts AS a SET status_code = v.code, error = v.error, duration_ms = v.ms,
+    response_excerpt = v.excerpt
+  FROM answers AS v WHERE a.delivery_id = v.id AND a.attempt = v.n
+)
+UPDATE webhook_deliveries AS d SET status = v.status, updated_at = now(),
+  delivered_at = CASE WHEN v.status = 'delivered' THEN now() END
+FROM answers AS v WHERE d.id = v.id AND d.attempts = v.n
+"""
+# The attempts a run numbered but never sent (it stopped early): unnumbered, their rows gone.
+UNSEND = """
+WITH back AS (
+  UPDATE webhook_deliveries AS d SET attempts = v.n - 1, status = v.was, updated_at = now()
+  FROM unnest(%(ids)s::uuid[], %(numbers)s::int[], %(was)s::text[]) AS v(id, n, was)
+  WHERE d.id = v.id AND d.attempts = v.n
+  RETURNING d.id, v.n
+)
+DELETE FROM webhook_attempts AS a USING back WHERE a.delivery_id = back.id AND a.attempt = back.n
 """
 
 
@@ -179,23 +230,18 @@ class WebhookStore:
             "queue": WEBHOOK_DELIVER.queue,
             "max_attempts": policy.attempts,
             "first_delay_ms": self._first_delay_ms(),
+            "batch_size": self.settings.webhook_batch_size,
         }
 
     def _first_delay_ms(self) -> int:
         return round(self.settings.webhook_retry_schedule_ms[0] * self.settings.retry_delay_scale)
 
-    def outbox(self, sql: Sql, event: Event, endpoint_id: uuid.UUID | None = None) -> list[Delivery]:
-        """Subscriber of the event bus: the event's deliveries and their jobs, in the caller's transaction."""
-        rows = sql(
-            OUTBOX,
-            {
-                "endpoint_id": endpoint_id,
-                "type": event.type,
-                "message_id": event.id,
-                "payload": Jsonb(event.payload()),
-                **self._job(),
-            },
-        )
+    def outbox(
+        self, sql: Sql, events: Sequence[Event], endpoint_id: uuid.UUID | None = None
+    ) -> list[Delivery]:
+        """Subscriber of the event bus: the events' deliveries and their jobs, in the caller's transaction."""
+        listed = [{"id": e.id, "type": e.type, "payload": e.payload()} for e in events]
+        rows = sql(OUTBOX, {"endpoint_id": endpoint_id, "events": Jsonb(listed), **self._job()})
         return [_delivery(row, self._first_delay_ms()) for row in rows]
 
     # -- endpoints -----------------------------------------------------------------
@@ -329,7 +375,7 @@ class WebhookStore:
             )
         event = Event("webhook.test", {"endpointId": str(endpoint_id), "message": "Gatehouse test event"})
         with self.engine.begin() as conn:
-            sent = self.outbox(on_connection(conn), event, endpoint_id)
+            sent = self.outbox(on_connection(conn), [event], endpoint_id)
             rows = on_connection(conn)(
                 "SELECT id FROM webhook_deliveries WHERE message_id = %(m)s", {"m": event.id}
             )
@@ -454,96 +500,110 @@ class WebhookStore:
             )
         return [_delivery(row, self._first_delay_ms()) for row in rows]
 
-    # -- one attempt (the job body) ----------------------------------------------------
+    # -- one run of a job (the job body) ------------------------------------------------
 
-    def begin_attempt(self, delivery_id: uuid.UUID, job_id: uuid.UUID) -> Attempt | str:
-        """Number the next attempt and write its row; or why nothing is to be sent (a str).
+    def begin_run(self, job_id: uuid.UUID) -> Run | str:
+        """Number an attempt of each undelivered delivery of the job and write its row; or why nothing is sent.
 
-        Nothing is sent for a delivery that is gone, already delivered or dead, of another
-        series (a replay took it over), or whose endpoint is disabled (it goes dead).
+        Nothing is sent when the job has no delivery left (a replay took them over, or its
+        endpoint was deleted), when all of them are delivered or dead, or when the endpoint
+        is disabled (they go dead).
         """
         with self.engine.begin() as conn:
             sql = on_connection(conn)
             rows = sql(
-                "SELECT d.status, d.attempts, d.job_id, d.message_id, d.payload, e.id, e.url, e.enabled, "
+                "SELECT d.id, d.status, d.attempts, d.message_id, d.payload, e.id, e.url, e.enabled, "
                 "e.secret, e.previous_secret, e.previous_secret_until > now() "
                 "FROM webhook_deliveries AS d JOIN webhook_endpoints AS e ON e.id = d.endpoint_id "
-                "WHERE d.id = %(id)s FOR UPDATE OF d",
-                {"id": delivery_id},
+                "WHERE d.job_id = %(job)s ORDER BY d.created_at, d.id FOR UPDATE OF d",
+                {"job": job_id},
             )
             if not rows:
-                return "delivery-gone"
-            status, attempts, series, message_id, payload, endpoint_id, url, enabled, *keys = rows[0]
-            if series != job_id:
-                return "replaced-by-replay"
-            if status in REPLAYABLE:
-                return f"already-{status}"
+                return "replaced-or-gone"
+            live = [r for r in rows if r[1] not in REPLAYABLE]
+            if not live:
+                return "already-" + "-or-".join(sorted({r[1] for r in rows}))
+            endpoint_id, url, enabled, secret, previous, previous_live = rows[0][5:]
+            ids = [r[0] for r in live]
             if not enabled:
                 sql(
-                    "UPDATE webhook_deliveries SET status = 'dead', updated_at = now() WHERE id = %(id)s",
-                    {"id": delivery_id},
+                    "UPDATE webhook_deliveries SET status = 'dead', updated_at = now() WHERE id = ANY(%(ids)s)",
+                    {"ids": ids},
                 )
                 return "endpoint-disabled"
-            number = attempts + 1
             sql(
-                "UPDATE webhook_deliveries SET status = 'delivering', attempts = %(n)s, updated_at = now() "
-                "WHERE id = %(id)s",
-                {"id": delivery_id, "n": number},
+                "WITH numbered AS (UPDATE webhook_deliveries SET status = 'delivering', "
+                "attempts = attempts + 1, updated_at = now() WHERE id = ANY(%(ids)s) RETURNING id, attempts) "
+                "INSERT INTO webhook_attempts (delivery_id, attempt) SELECT id, attempts FROM numbered",
+                {"ids": ids},
             )
-            sql(
-                "INSERT INTO webhook_attempts (delivery_id, attempt) VALUES (%(id)s, %(n)s)",
-                {"id": delivery_id, "n": number},
-            )
-        secret, previous, previous_live = keys
         cipher = self._cipher()
         secrets = (cipher.decrypt(secret),) + (
             (cipher.decrypt(previous),) if previous and previous_live else ()
         )
-        return Attempt(delivery_id, number, endpoint_id, url, message_id, signing.body_of(payload), secrets)
+        attempts = tuple(
+            Attempt(d, n + 1, message_id, signing.body_of(payload), "pending" if was == "pending" else "failed")
+            for d, was, n, message_id, payload, *_ in live
+        )
+        return Run(job_id, endpoint_id, url, secrets, attempts)
 
-    def end_attempt(self, attempt: Attempt, answer: Answer, *, status: str, gone: str | None = None) -> int:
-        """Record what the attempt got and move the delivery to ``status`` (delivered, failed or dead).
+    def end_run(
+        self,
+        run: Run,
+        answered: Sequence[tuple[Attempt, Answer, str]],
+        *,
+        unsent: Sequence[Attempt] = (),
+        gone: str | None = None,
+    ) -> int:
+        """Record what the run's attempts got, each moving its delivery to a status (delivered, failed, dead).
 
-        ``gone`` (a 410 Gone, with the reason): in the same transaction the endpoint is disabled
-        and its waiting deliveries stopped (dead, their jobs failed), so no crash can leave the
-        delivery dead and the endpoint still taking deliveries. Returns how many were stopped.
+        ``unsent``: attempts the run numbered but stopped before sending; they go back to how
+        they were. ``gone`` (a 410 Gone, with the reason): in the same transaction the endpoint
+        is disabled and its waiting deliveries stopped (dead, their jobs failed), so no crash
+        can leave the endpoint still taking deliveries. Returns how many were stopped.
         """
         with self.engine.begin() as conn:
             sql = on_connection(conn)
-            sql(
-                "UPDATE webhook_attempts SET status_code = %(code)s, error = %(error)s, "
-                "duration_ms = %(ms)s, response_excerpt = %(excerpt)s "
-                "WHERE delivery_id = %(id)s AND attempt = %(n)s",
-                {
-                    "id": attempt.delivery_id,
-                    "n": attempt.number,
-                    "code": answer.status_code,
-                    "error": answer.error,
-                    "ms": answer.duration_ms,
-                    "excerpt": (answer.excerpt or "")[:RESPONSE_EXCERPT_MAX] or None,
-                },
-            )
-            sql(
-                "UPDATE webhook_deliveries SET status = CAST(%(status)s AS text), updated_at = now(), "
-                "delivered_at = CASE WHEN CAST(%(status)s AS text) = 'delivered' THEN now() END WHERE id = %(id)s",
-                {"id": attempt.delivery_id, "status": status},
-            )
+            if answered:
+                sql(
+                    END_ATTEMPTS,
+                    {
+                        "ids": [a.delivery_id for a, _, _ in answered],
+                        "numbers": [a.number for a, _, _ in answered],
+                        "statuses": [status for _, _, status in answered],
+                        "codes": [answer.status_code for _, answer, _ in answered],
+                        "errors": [answer.error for _, answer, _ in answered],
+                        "ms": [answer.duration_ms for _, answer, _ in answered],
+                        "excerpts": [
+                            (answer.excerpt or "")[:RESPONSE_EXCERPT_MAX] or None for _, answer, _ in answered
+                        ],
+                    },
+                )
+            if unsent:
+                sql(
+                    UNSEND,
+                    {
+                        "ids": [a.delivery_id for a in unsent],
+                        "numbers": [a.number for a in unsent],
+                        "was": [a.was for a in unsent],
+                    },
+                )
             if gone is None:
                 return 0
             sql(
                 "UPDATE webhook_endpoints SET enabled = false, disabled_reason = %(reason)s, updated_at = now() "
                 "WHERE id = %(id)s",
-                {"id": attempt.endpoint_id, "reason": gone},
+                {"id": run.endpoint_id, "reason": gone},
             )
             stopped = sql(
                 "UPDATE webhook_deliveries SET status = 'dead', updated_at = now() "
                 "WHERE endpoint_id = %(id)s AND status IN ('pending', 'failed') RETURNING job_id",
-                {"id": attempt.endpoint_id},
+                {"id": run.endpoint_id},
             )
             sql(
                 SQL_CANCEL,
                 {
-                    "ids": [job_id for (job_id,) in stopped if job_id],
+                    "ids": list({job_id for (job_id,) in stopped if job_id}),
                     "error": Jsonb({"code": "endpoint-gone", "message": gone}),
                     "progress": Jsonb(P.stored(P.FAILED, reason="endpoint-gone")),
                 },

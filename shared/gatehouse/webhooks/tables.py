@@ -75,6 +75,8 @@ class WebhookDelivery(SQLModel, table=True):
         Index("webhook_deliveries_by_created", "created_at", "id"),
         Index("webhook_deliveries_by_endpoint", "endpoint_id", "created_at", "id"),
         Index("webhook_deliveries_by_message", "message_id"),
+        # A run of a webhook.deliver job reads its batch: the deliveries of its series.
+        Index("webhook_deliveries_by_job", "job_id"),
         # The dead letters: their count on the overview, an endpoint's "replay all dead since…".
         Index(
             "webhook_deliveries_dead",

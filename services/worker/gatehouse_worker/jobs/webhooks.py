@@ -1,16 +1,20 @@
-"""Webhook deliveries: one attempt per run of a ``webhook.deliver`` job; the job runtime retries.
+"""Webhook deliveries: a run of a ``webhook.deliver`` job makes one attempt of each of its deliveries.
 
-An attempt takes a slot of its endpoint (none free: it waits, no attempt
-spent), numbers itself on the delivery, checks the URL again (SSRF rules, the
-allowlist of now), signs and POSTs, and records what came back. A failure
-raises, so the runtime schedules the next attempt on WEBHOOK_RETRY_SCHEDULE_MS;
-``Retry-After`` on a 429/503 pushes it later; 410 Gone disables the endpoint.
-The delivery is ``failed`` while attempts are left and ``dead`` after the last.
+A job holds a batch of one endpoint's deliveries (the outbox's, at most
+WEBHOOK_BATCH_SIZE). A run takes a slot of the endpoint (none free: it waits,
+no attempt spent), numbers an attempt of each undelivered delivery, checks the
+URL again (SSRF rules, the allowlist of now), then signs and POSTs them one
+after another in that one slot, and records what came back in one
+transaction. If any failed, the run raises, so the runtime schedules the next
+attempt of the ones left on WEBHOOK_RETRY_SCHEDULE_MS; ``Retry-After`` on a
+429/503 pushes it later; 410 Gone disables the endpoint and stops the run. A
+delivery is ``failed`` while attempts are left and ``dead`` after the last.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -23,12 +27,14 @@ from gatehouse.errors import JobPaused, PermanentJobError, RetryLater, Validatio
 from gatehouse.job_types import WEBHOOK_DELIVER, WEBHOOK_REPLAY
 from gatehouse.paging import instant
 from gatehouse.webhooks import sender, signing
-from gatehouse.webhooks.store import Answer
+from gatehouse.webhooks.slots import EndpointSlots
+from gatehouse.webhooks.store import Answer, Attempt, Run
 from gatehouse_worker.runtime import JobContext, job
 
 # An attempt that found every slot of its endpoint taken looks again after this long.
 SLOT_WAIT_MS = 1_000
 SLOT_MARGIN_MS = 30_000  # a slot outlives its request by this much, then frees itself
+GONE = "the endpoint answered 410 Gone"
 
 _client: httpx.Client | None = None
 _client_lock = threading.Lock()
@@ -47,56 +53,95 @@ class DeliveryFailed(Exception):
     code = "delivery-failed"
 
 
+class Slot:
+    """The run's slot of its endpoint, its lease renewed as the batch goes (before a request could outlive it)."""
+
+    def __init__(self, slots: EndpointSlots, endpoint_id: str, holder: str, *, limit: int, timeout_ms: int):
+        self.slots, self.endpoint_id, self.holder, self.limit = slots, endpoint_id, holder, limit
+        self.lease_ms = timeout_ms + SLOT_MARGIN_MS
+        self.taken_at = 0.0
+
+    def take(self) -> None:
+        if not self.slots.acquire(self.endpoint_id, self.holder, limit=self.limit, lease_ms=self.lease_ms):
+            raise JobPaused(
+                "every slot of the endpoint is taken",
+                resume_at_ms=current_millis() + SLOT_WAIT_MS,
+                phase=P.WAITING_ENDPOINT,
+                reason="endpoint-busy",
+            )
+        self.taken_at = time.monotonic()
+
+    def keep(self) -> None:
+        """Renew when half the margin is gone: the lease then covers the next request with room to spare."""
+        if time.monotonic() - self.taken_at > SLOT_MARGIN_MS / 2000:
+            self.take()
+
+    def release(self) -> None:
+        self.slots.release(self.endpoint_id, self.holder)
+
+
 @job(WEBHOOK_DELIVER)
 def deliver(ctx: JobContext) -> dict[str, Any]:
     gh, settings = ctx.gatehouse, ctx.gatehouse.settings
-    delivery_id = uuid.UUID(ctx.payload["deliveryId"])
-    # The endpoint is in the payload (its slot is taken before the delivery is touched).
-    endpoint_id = uuid.UUID(ctx.payload["endpointId"])
-    holder = f"{ctx.job.id}:{ctx.claim.claims}"
-    lease_ms = settings.webhook_timeout_ms + SLOT_MARGIN_MS
-    if not gh.webhook_slots.acquire(
-        str(endpoint_id), holder, limit=settings.webhook_max_per_endpoint, lease_ms=lease_ms
-    ):
-        raise JobPaused(
-            "every slot of the endpoint is taken",
-            resume_at_ms=current_millis() + SLOT_WAIT_MS,
-            phase=P.WAITING_ENDPOINT,
-            reason="endpoint-busy",
-        )
+    # The endpoint is in the payload (its slot is taken before the deliveries are touched).
+    slot = Slot(
+        gh.webhook_slots,
+        ctx.payload["endpointId"],
+        f"{ctx.job.id}:{ctx.claim.claims}",
+        limit=settings.webhook_max_per_endpoint,
+        timeout_ms=settings.webhook_timeout_ms,
+    )
+    slot.take()
     try:
-        return _attempt(ctx, delivery_id)
+        run = gh.webhooks.begin_run(ctx.job.id)
+        if isinstance(run, str):
+            return {"sent": 0, "reason": run}
+        return _send(ctx, run, slot)
     finally:
-        gh.webhook_slots.release(str(endpoint_id), holder)
+        slot.release()
 
 
-def _attempt(ctx: JobContext, delivery_id: uuid.UUID) -> dict[str, Any]:
-    gh, settings = ctx.gatehouse, ctx.gatehouse.settings
-    store = gh.webhooks
-    attempt = store.begin_attempt(delivery_id, ctx.job.id)
-    if isinstance(attempt, str):
-        return {"sent": False, "reason": attempt}
+def _send(ctx: JobContext, run: Run, slot: Slot) -> dict[str, Any]:
+    store, settings = ctx.gatehouse.webhooks, ctx.gatehouse.settings
     last = ctx.job.attempt >= min(ctx.job.max_attempts, WEBHOOK_DELIVER.policy(settings).attempts)
     failed = "dead" if last else "failed"
     try:
-        store.check_url(attempt.url)
+        store.check_url(run.url)
     except ValidationFailed as exc:
-        store.end_attempt(attempt, Answer(None, 0, error=f"refused: {exc}"), status=failed)
+        store.end_run(run, [(a, Answer(None, 0, error=f"refused: {exc}"), failed) for a in run.attempts])
         raise DeliveryFailed(f"the endpoint's URL is refused: {exc}") from None
-    ctx.ensure_held()
-    headers = signing.sign(attempt.message_id, datetime.now(UTC), attempt.body, attempt.secrets)
-    answer = sender.post(http(), attempt, headers, settings.webhook_timeout_ms / 1000)
-    if answer.ok:
-        store.end_attempt(attempt, answer, status="delivered")
-        return {"sent": True, "attempt": attempt.number, "statusCode": answer.status_code}
-    if answer.status_code == 410:
-        store.end_attempt(attempt, answer, status="dead", gone="the endpoint answered 410 Gone")
-        raise PermanentJobError("the endpoint answered 410 Gone: disabled", code="endpoint-gone")
-    store.end_attempt(attempt, answer, status=failed)
-    what = answer.error or f"HTTP {answer.status_code}"
-    if answer.retry_after_ms is not None:
-        raise RetryLater(f"the endpoint answered {what}, Retry-After", after_ms=answer.retry_after_ms)
-    raise DeliveryFailed(f"attempt {attempt.number} failed: {what}")
+    answered: list[tuple[Attempt, Answer, str]] = []
+    left = list(run.attempts)
+    gone = None
+    try:
+        while left and gone is None:
+            ctx.ensure_held()
+            slot.keep()
+            attempt = left[0]
+            headers = signing.sign(attempt.message_id, datetime.now(UTC), attempt.body, run.secrets)
+            answer = sender.post(http(), run.url, attempt.body, headers, settings.webhook_timeout_ms / 1000)
+            left.pop(0)
+            if answer.ok:
+                answered.append((attempt, answer, "delivered"))
+            elif answer.status_code == 410:
+                answered.append((attempt, answer, "dead"))
+                gone = GONE
+            else:
+                answered.append((attempt, answer, failed))
+    finally:  # what was sent is recorded even when the run stops early (a lost lease or slot)
+        store.end_run(run, answered, unsent=left, gone=gone)
+    if gone:
+        raise PermanentJobError(f"{GONE}: disabled", code="endpoint-gone")
+    failures = [answer for _, answer, status in answered if status != "delivered"]
+    if not failures:
+        return {"sent": len(answered), "delivered": len(answered), "attempt": ctx.job.attempt}
+    what = f"{len(failures)} of {len(answered)} attempts failed, the first: " + (
+        failures[0].error or f"HTTP {failures[0].status_code}"
+    )
+    waits = [a.retry_after_ms for a in failures if a.retry_after_ms is not None]
+    if waits:
+        raise RetryLater(f"{what}; Retry-After", after_ms=max(waits))
+    raise DeliveryFailed(what)
 
 
 @job(WEBHOOK_REPLAY)
