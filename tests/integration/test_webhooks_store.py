@@ -170,7 +170,9 @@ def test_the_events_of_one_transaction_make_one_job_per_endpoint_batch_of_webhoo
     wh.webhooks.settings = wh.settings.model_copy(update={"webhook_batch_size": 3})
     every = endpoint(wh)
     products_only = endpoint(wh, event_types=["catalog.product.updated"])
-    events = [Event("catalog.product.updated", {"n": i}) for i in range(7)] + [Event("wb.job.failed", {"n": 7})]
+    events = [Event("catalog.product.updated", {"n": i}) for i in range(7)] + [
+        Event("wb.job.failed", {"n": 7})
+    ]
 
     sent = publish(wh, *events)
 

@@ -10,9 +10,9 @@ answer are read.
 from __future__ import annotations
 
 import time
-from http.cookiejar import CookieJar, DefaultCookiePolicy
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import httpx
 

@@ -542,7 +542,9 @@ class WebhookStore:
             (cipher.decrypt(previous),) if previous and previous_live else ()
         )
         attempts = tuple(
-            Attempt(d, n + 1, message_id, signing.body_of(payload), "pending" if was == "pending" else "failed")
+            Attempt(
+                d, n + 1, message_id, signing.body_of(payload), "pending" if was == "pending" else "failed"
+            )
             for d, was, n, message_id, payload, *_ in live
         )
         return Run(job_id, endpoint_id, url, secrets, attempts)
