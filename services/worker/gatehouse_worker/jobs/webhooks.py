@@ -13,6 +13,7 @@ delivery is ``failed`` while attempts are left and ``dead`` after the last.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -35,6 +36,7 @@ from gatehouse_worker.runtime import JobContext, job
 SLOT_WAIT_MS = 1_000
 SLOT_MARGIN_MS = 30_000  # a slot outlives its request by this much, then frees itself
 GONE = "the endpoint answered 410 Gone"
+log = logging.getLogger(__name__)
 
 _client: httpx.Client | None = None
 _client_lock = threading.Lock()
@@ -130,9 +132,14 @@ def _send(ctx: JobContext, run: Run, slot: Slot) -> dict[str, Any]:
                 answered.append((attempt, answer, failed))
     finally:  # what was sent is recorded even when the run stops early (a lost lease or slot)
         store.end_run(run, answered, unsent=left, gone=gone)
+    failures = [answer for _, answer, status in answered if status != "delivered"]
+    # One line per run (httpx's own line per request is off in workers: gatehouse_worker.wiring).
+    log.info(
+        "job %s: %d of %d deliveries to %s delivered%s",
+        ctx.job.id, len(answered) - len(failures), len(run.attempts), run.url, ", endpoint gone" if gone else "",
+    )  # fmt: skip
     if gone:
         raise PermanentJobError(f"{GONE}: disabled", code="endpoint-gone")
-    failures = [answer for _, answer, status in answered if status != "delivered"]
     if not failures:
         return {"sent": len(answered), "delivered": len(answered), "attempt": ctx.job.attempt}
     what = f"{len(failures)} of {len(answered)} attempts failed, the first: " + (
