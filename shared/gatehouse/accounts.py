@@ -53,6 +53,17 @@ def _sha256(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class AccountListing:
+    """An account as a list shows it (no token): a plain record, a fraction of an ``Account``'s
+    cost to build — a hot-only walk of the console reads a thousand of them."""
+
+    id: uuid.UUID
+    name: str
+    active: bool
+    created_at: datetime
+
+
 class Accounts:
     def __init__(
         self,
@@ -108,7 +119,7 @@ class Accounts:
         name: str | None = None,
         limit: int = 50,
         before: tuple[datetime, uuid.UUID] | None = None,
-    ) -> list[Account]:
+    ) -> list[AccountListing]:
         """Accounts newest first, ``name`` a case-insensitive part of theirs; ``before`` is the
         (created_at, id) of the last account of the previous page."""
         like = None if name is None else "%" + re.sub(r"([\\%_])", r"\\\1", name) + "%"
@@ -121,7 +132,7 @@ class Accounts:
             compare={"name": "name ILIKE"},
         )
         with self.engine.connect() as conn:
-            return [Account(**row._mapping) for row in conn.execute(text(sql), params)]
+            return [AccountListing(*row) for row in conn.execute(text(sql), params)]
 
     def issue_key(self, account_id: uuid.UUID) -> str:
         """A new account-scoped key; only its hash is kept, so this is the one time it is seen."""

@@ -13,9 +13,10 @@ from datetime import UTC, datetime
 
 import falcon
 
+from gatehouse.accounts import AccountListing
 from gatehouse.composition import Gatehouse
 from gatehouse.errors import ValidationFailed
-from gatehouse.gate import GateState, job_of
+from gatehouse.gate import GateState, gate_keys, job_of
 from gatehouse.models import Account
 from gatehouse.wb import pauses
 from gatehouse_api.auth import require_admin
@@ -24,6 +25,20 @@ from gatehouse_api.schemas import AccountGatePage, AccountGateView, GateView, Pa
 
 # A hot-only page walks the accounts newest first this many at a time until the page is full.
 HOT_CHUNK = 200
+# Which accounts of a chunk may be hot, judged in Redis in one call (KEYS: each account's gate,
+# waiting set and pauses list, three by three): held with a waiter, or a pause kept. Only those
+# are read whole and judged by ``is_hot`` — a page of 1,000 quiet accounts is one round trip,
+# not seven reads each.
+MAYBE_HOT = """
+local out = {}
+for i = 1, #KEYS, 3 do
+  if (redis.call('EXISTS', KEYS[i]) == 1 and redis.call('ZCARD', KEYS[i + 1]) > 0)
+      or redis.call('LLEN', KEYS[i + 2]) > 0 then
+    out[#out + 1] = (i - 1) / 3
+  end
+end
+return out
+"""
 NAME_MAX = 200
 
 
@@ -56,16 +71,26 @@ def is_hot(state: GateState, recent: list[pauses.Pause]) -> bool:
     return (state.holder is not None and bool(state.waiting)) or bool(recent)
 
 
-Reading = tuple[Account, GateState, list[pauses.Pause]]
+# Accounts as read or as listed: both have the id, name and created_at a view shows.
+AnyAccount = Account | AccountListing
+Reading = tuple[AnyAccount, GateState, list[pauses.Pause]]
 
 
-def _read(gh: Gatehouse, accounts: list[Account]) -> list[Reading]:
+def _read(gh: Gatehouse, accounts: list[AnyAccount]) -> list[Reading]:
     """Each account's gate and recent pauses, in two Redis round trips for all of them."""
     ids = [str(a.id) for a in accounts]
     return list(zip(accounts, gh.gate.inspect_many(ids), pauses.recent_many(gh.redis, ids), strict=True))
 
 
-def _view(account: Account, state: GateState, recent: list[pauses.Pause]) -> dict:
+def _maybe_hot(gh: Gatehouse, accounts: list[AccountListing]) -> list[AccountListing]:
+    keys = []
+    for a in accounts:
+        gate = gate_keys(str(a.id))
+        keys += [gate.gate, gate.waiting, pauses.pauses_key(str(a.id))]
+    return [accounts[i] for i in gh.redis.register_script(MAYBE_HOT)(keys=keys)] if keys else []
+
+
+def _view(account: AnyAccount, state: GateState, recent: list[pauses.Pause]) -> dict:
     return AccountGateView(
         accountId=account.id,
         name=account.name,
@@ -75,7 +100,7 @@ def _view(account: Account, state: GateState, recent: list[pauses.Pause]) -> dic
     ).model_dump(mode="json")
 
 
-def gate_views(gh: Gatehouse, accounts: list[Account]) -> list[dict]:
+def gate_views(gh: Gatehouse, accounts: list[AnyAccount]) -> list[dict]:
     """Each account with its gate and recent pauses (AccountGateView), in two Redis round trips."""
     return [_view(*reading) for reading in _read(gh, accounts)]
 
@@ -92,7 +117,10 @@ def account_gate_page(gh: Gatehouse, param: Callable[[str], str | None], *, limi
     found: list[Reading] = []
     while True:
         chunk = gh.accounts.page(name=name, limit=HOT_CHUNK if hot_only else limit + 1, before=before)
-        found += [r for r in _read(gh, chunk) if not hot_only or is_hot(r[1], r[2])]
+        if hot_only:
+            found += [r for r in _read(gh, _maybe_hot(gh, chunk)) if is_hot(r[1], r[2])]
+        else:
+            found += _read(gh, chunk)
         if not hot_only or len(found) > limit or len(chunk) < HOT_CHUNK:
             break
         before = (chunk[-1].created_at, chunk[-1].id)
