@@ -415,6 +415,11 @@ class Chaos:
             drain_from = time.time()  # the drain: load stopped, the fault in hand finishing, then the rest
             for t in threads:
                 t.join(timeout=120)
+            # No new work during the drain and the check: a scheduler's minute tick would raise jobs
+            # and webhook deliveries that the check then finds in flight (the recovery figure after
+            # the check runs without schedulers anyway).
+            for proc in self.schedulers:
+                proc.kill_tree()
             self.drain(timeout=max(45.0, duration * 0.4))
             self.report.drain_s = time.time() - drain_from
             self.stop_monitor.set()
