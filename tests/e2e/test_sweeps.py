@@ -361,8 +361,8 @@ def test_the_api_process_runs_no_timer_or_scheduler_thread(processes, tmp_path):
         pid: [t for t in threads if not any(ok(*t) for ok in allowed)] for pid, threads in found.items()
     }
     assert not any(unexpected.values()), unexpected
-    workers = [threads for threads in found.values() if threads]
-    assert len(workers) == 2 and all(any("ThreadPoolExecutor" in n for _, n in t) for t in workers), found
+    # The kernel picks which worker accepts each connection: one may have served them all
+    assert any(any(name.startswith("ThreadPoolExecutor-") for _, name in t) for t in found.values()), found
     assert not any(kind == "threading.Timer" for threads in found.values() for kind, _ in threads)
 
     # The same look at BACKEND_ROLE=all sees the consumer threads it hosts: the probe is not blind
