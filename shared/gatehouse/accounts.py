@@ -15,6 +15,7 @@ from sqlmodel import Session
 
 from gatehouse.audit import ADMIN_ACTOR
 from gatehouse.crypto import TokenCipher
+from gatehouse.db import Statements
 from gatehouse.errors import ConfigurationError, NotFound
 from gatehouse.models import Account, ApiKey
 from gatehouse.paging import newest_first
@@ -49,6 +50,16 @@ class Principal:
 ADMIN = Principal(admin=True)
 
 
+SQL_ACCOUNT = f"SELECT {', '.join(Account.__table__.columns.keys())} FROM accounts WHERE id = %(id)s"
+SQL_KEY = "SELECT account_id, secret_sha256 FROM api_keys WHERE id = %(id)s"
+
+
+@dataclass(frozen=True)
+class _Key:
+    account_id: uuid.UUID
+    secret_sha256: str
+
+
 def _sha256(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
@@ -68,17 +79,16 @@ class Accounts:
     def __init__(
         self,
         engine: Engine,
+        statements: Statements,
         cipher: TokenCipher | None,
         admin_token: str | None,
         users: Users | None = None,
     ) -> None:
         self.engine = engine
+        self._statements = statements
         self._cipher = cipher
         self._admin_token = admin_token
         self._users = users or Users(engine)
-        # Single-statement reads (an account by id, a key's hash) in autocommit: one round trip
-        # each, where a Session's read is three (BEGIN, SELECT, ROLLBACK) — twice per job create.
-        self._reads = engine.execution_options(isolation_level="AUTOCOMMIT")
 
     @property
     def cipher(self) -> TokenCipher:
@@ -94,12 +104,11 @@ class Accounts:
         return account
 
     def get(self, account_id: uuid.UUID) -> Account:
-        table = Account.__table__
-        with self._reads.connect() as conn:
-            row = conn.execute(select(*table.columns).where(table.c.id == account_id)).first()
-        if row is None:
+        # One statement (a Session's read is three round trips: BEGIN, SELECT, ROLLBACK).
+        account = self._statements.one(SQL_ACCOUNT, {"id": account_id}, Account)
+        if account is None:
             raise NotFound(f"account {account_id} not found")
-        return Account(**row._mapping)
+        return account
 
     def wb_token(self, account_id: uuid.UUID) -> str:
         encrypted = self.get(account_id).wb_token_encrypted
@@ -152,11 +161,8 @@ class Accounts:
         if not token.startswith(KEY_PREFIX):
             return None
         key_id, _, secret = token[len(KEY_PREFIX) :].partition("_")
-        keys = ApiKey.__table__
-        with self._reads.connect() as conn:
-            key = conn.execute(
-                select(keys.c.account_id, keys.c.secret_sha256).where(keys.c.id == key_id)
-            ).first()
+        # Every account-key request pays this: one prepared statement, no model layer.
+        key = self._statements.one(SQL_KEY, {"id": key_id}, _Key)
         if key is None or not hmac.compare_digest(key.secret_sha256, _sha256(secret)):
             return None
         return Principal(account_id=key.account_id)

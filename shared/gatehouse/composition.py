@@ -26,13 +26,13 @@ from gatehouse.bucket import RedisTokenBucket
 from gatehouse.catalog import CatalogStore
 from gatehouse.catalog.bulk import BulkStore
 from gatehouse.crypto import TokenCipher
-from gatehouse.db import make_engine
+from gatehouse.db import Statements, make_engine
+from gatehouse.db import pool as statements_pool
 from gatehouse.dispatch import Dispatcher
 from gatehouse.events import EventBus
 from gatehouse.gate import RedisGate, owner
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Accepted, Delivery, JobRecord, JobStore
-from gatehouse.jobs import pool as job_pool
 from gatehouse.modules import ModuleStates
 from gatehouse.search import SearchStore
 from gatehouse.settings import Settings, load_settings
@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 class Gatehouse:
     settings: Settings
     engine: Engine
+    statements: Statements
     redis: Redis
     broker: RedisBroker
     jobs: JobStore
@@ -136,7 +137,7 @@ class Gatehouse:
     def close(self) -> None:
         self.broker.close()
         self.redis.close()
-        self.jobs.close()
+        self.statements.close()
         self.engine.dispose()
 
 
@@ -167,6 +168,10 @@ def bootstrap(
         middleware=[],
     )
     users = Users(engine)
+    # One-statement hot paths (job rows, the key check) on a plain psycopg pool (gatehouse.db).
+    statements = Statements(
+        lambda: statements_pool(settings.libpq_url, size=2 * settings.db_pool_size, timeout_s=5)
+    )
     cipher = TokenCipher(settings) if settings.token_encryption_key else None
     # Domain events: raised in the changes' transactions, their jobs sent after commit (gatehouse.events).
     modules = ModuleStates(engine)
@@ -174,12 +179,14 @@ def bootstrap(
     gatehouse = Gatehouse(
         settings=settings,
         engine=engine,
+        statements=statements,
         redis=redis,
         broker=broker,
-        jobs=JobStore(lambda: job_pool(settings.libpq_url, size=2 * settings.db_pool_size, timeout_s=5)),
+        jobs=JobStore(statements),
         dispatcher=Dispatcher(broker),
         accounts=Accounts(
             engine,
+            statements,
             cipher,
             settings.admin_token.get_secret_value() if settings.admin_token else None,
             users,

@@ -1,10 +1,26 @@
-"""The SQLAlchemy engine (psycopg 3). Built by the composition root, never at import."""
+"""The two ways to PostgreSQL, both built by the composition root, never at import.
+
+- the SQLAlchemy engine (psycopg 3): the domain stores' sessions and transactions;
+- ``Statements``: single statements in autocommit on a plain psycopg pool, for the hot
+  paths that are one statement each (the job store, the API key check): one round trip,
+  prepared by the server after its first uses, rows as dataclasses with no model layer.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from psycopg import Cursor
+from psycopg.rows import class_row
+from psycopg_pool import ConnectionPool
 from sqlalchemy import Engine, create_engine, text
 
 from gatehouse.settings import Settings
+
+T = TypeVar("T")
 
 
 def make_engine(settings: Settings) -> Engine:
@@ -23,3 +39,60 @@ def make_engine(settings: Settings) -> Engine:
 def ping(engine: Engine) -> None:
     with engine.connect() as conn:
         conn.execute(text("SELECT 1"))
+
+
+class Statements:
+    """Single statements on a pool of autocommit connections.
+
+    The pool opens on first use, so a process that forks (gunicorn, the dramatiq
+    CLI) never hands live pool threads to a child; ``close`` is like an engine's
+    dispose: the next use opens a fresh pool.
+    """
+
+    def __init__(self, make_pool: Callable[[], ConnectionPool]) -> None:
+        self._make_pool = make_pool
+        self._pool: ConnectionPool | None = None
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def cursor(self, row: Callable[..., T]) -> Iterator[Cursor[T]]:
+        pool = self._pool
+        if pool is None:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = self._make_pool()
+                    self._pool.open()
+                pool = self._pool
+        with pool.connection() as conn, conn.cursor(row_factory=class_row(row)) as cur:
+            yield cur
+
+    def one(self, sql: str, params: dict[str, Any], row: Callable[..., T]) -> T | None:
+        with self.cursor(row) as cur:
+            return cur.execute(sql, params).fetchone()
+
+    def all(self, sql: str, params: dict[str, Any], row: Callable[..., T]) -> list[T]:
+        with self.cursor(row) as cur:
+            return cur.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+
+def pool(conninfo: str, *, size: int, timeout_s: float) -> ConnectionPool:
+    """Autocommit connections for ``Statements``: every operation there is one statement.
+
+    No check per checkout (it would double the round trips); a connection that
+    broke is discarded when it is returned, and the next one is fresh.
+    """
+    return ConnectionPool(
+        conninfo,
+        min_size=1,
+        max_size=size,
+        timeout=timeout_s,
+        kwargs={"autocommit": True, "connect_timeout": 5},
+        name="gatehouse-statements",
+        open=False,
+    )

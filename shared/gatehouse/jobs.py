@@ -15,31 +15,28 @@ The conditions are the concurrency story:
   operator's cancel: waiting|delayed → failed, the row never claimed again.
   Each writes its audit row in the same statement.
 
-This is the hot path of every job, so it is plain SQL run by psycopg on a
-pool of autocommit connections: each statement is one round trip, prepared by
-the server after its first uses, and rows come back as ``JobRecord``
-dataclasses without a model layer in between. The table itself is declared
+This is the hot path of every job, so it is plain SQL on ``gatehouse.db.Statements``
+(autocommit psycopg: each statement one round trip, prepared by the server after its
+first uses), and rows come back as ``JobRecord`` dataclasses without a model layer. The table itself is declared
 once, in ``gatehouse.models`` (migrations and the tests check they agree).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from psycopg import Cursor
 from psycopg.errors import UniqueViolation
-from psycopg.rows import class_row, namedtuple_row
+from psycopg.rows import namedtuple_row
 from psycopg.types.json import Jsonb
-from psycopg_pool import ConnectionPool
 
 from gatehouse import progress as P
+from gatehouse.db import Statements
 from gatehouse.errors import Conflict, NotFound
 from gatehouse.paging import newest_first
 
@@ -286,43 +283,10 @@ ORDER BY created_at"""
 
 
 class JobStore:
-    """The job rows, on a pool of their own (see ``pool``).
+    """The job rows, one statement each on ``Statements`` (gatehouse.db)."""
 
-    The pool opens on first use, so a process that forks (gunicorn, the dramatiq
-    CLI) never hands live pool threads to a child; ``close`` is like an engine's
-    dispose: the next use opens a fresh pool.
-    """
-
-    def __init__(self, make_pool: Callable[[], ConnectionPool]) -> None:
-        self._make_pool = make_pool
-        self._pool: ConnectionPool | None = None
-        self._lock = threading.Lock()
-
-    @contextlib.contextmanager
-    def _cursor(self, row: Callable[..., T]) -> Iterator[Cursor[T]]:
-        pool = self._pool
-        if pool is None:
-            with self._lock:
-                if self._pool is None:
-                    self._pool = self._make_pool()
-                    self._pool.open()
-                pool = self._pool
-        with pool.connection() as conn, conn.cursor(row_factory=class_row(row)) as cur:
-            yield cur
-
-    def _one(self, sql: str, params: dict[str, Any], row: Callable[..., T]) -> T | None:
-        with self._cursor(row) as cur:
-            return cur.execute(sql, params).fetchone()
-
-    def _all(self, sql: str, params: dict[str, Any], row: Callable[..., T]) -> list[T]:
-        with self._cursor(row) as cur:
-            return cur.execute(sql, params).fetchall()
-
-    def close(self) -> None:
-        with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.close()
+    def __init__(self, statements: Statements) -> None:
+        self._sql = statements
 
     # -- producer side -------------------------------------------------------------
 
@@ -357,16 +321,16 @@ class JobStore:
         # The live job can finish between the conflicting insert and the read;
         # then the next insert succeeds.
         for _ in range(5):
-            row = self._one(create, params, Accepted)
+            row = self._sql.one(create, params, Accepted)
             if row is not None:
                 return row, True
-            row = self._one(live, params, Accepted)
+            row = self._sql.one(live, params, Accepted)
             if row is not None:
                 return row, False
         raise RuntimeError(f"could not create or find a live {type} job for account {account_id}")
 
     def get(self, job_id: uuid.UUID) -> JobRecord | None:
-        return self._one(SQL_GET, {"id": job_id}, JobRecord)
+        return self._sql.one(SQL_GET, {"id": job_id}, JobRecord)
 
     def list_jobs(
         self,
@@ -408,7 +372,7 @@ class JobStore:
                 "created_before": "created_at <",
             },
         )
-        return self._all(sql, params, JobRecord)
+        return self._sql.all(sql, params, JobRecord)
 
     def delivery_of(self, job: Accepted | JobRecord) -> Delivery:
         return _delivery(job)
@@ -430,11 +394,11 @@ class JobStore:
         without admission (no gate) is claimed and running in one statement.
         """
         params = dict(id=job_id, delivery=delivery, lease_ms=lease_ms, worker=worker)
-        row = self._one(SQL_CLAIM_AND_START if start else SQL_CLAIM, params, RunRecord)
+        row = self._sql.one(SQL_CLAIM_AND_START if start else SQL_CLAIM, params, RunRecord)
         return Claim(row, row.claims) if row else None
 
     def _fenced(self, sql: str, claim: Claim, row: Callable[..., T], **params: Any) -> T | None:
-        return self._one(sql, {"id": claim.job_id, "claims": claim.claims, **params}, row)
+        return self._sql.one(sql, {"id": claim.job_id, "claims": claim.claims, **params}, row)
 
     def start(self, claim: Claim, progress: dict[str, Any]) -> bool:
         """The job was admitted and its body is about to run: record the phase and the first start."""
@@ -468,8 +432,8 @@ class JobStore:
             error=_json(error),
         )
         if also is None:
-            return self._one(SQL_FINISH, params, _Id) is not None
-        with self._cursor(_Id) as cur, cur.connection.transaction():
+            return self._sql.one(SQL_FINISH, params, _Id) is not None
+        with self._sql.cursor(_Id) as cur, cur.connection.transaction():
             if cur.execute(SQL_FINISH, params).fetchone() is None:
                 return False
             with cur.connection.cursor(row_factory=namedtuple_row) as side:
@@ -506,12 +470,12 @@ class JobStore:
         if not claims:
             return set()
         params = dict(ids=[c.job_id for c in claims], claims=[c.claims for c in claims], lease_ms=lease_ms)
-        kept = {(r.id, r.claims) for r in self._all(SQL_RENEW, params, _Held)}
+        kept = {(r.id, r.claims) for r in self._sql.all(SQL_RENEW, params, _Held)}
         return {c.key for c in claims} - kept
 
     def wake(self, job_id: uuid.UUID, *, phase: str) -> Delivery | None:
         """Make a job delayed in ``phase`` due now under a new delivery (its old copy goes stale)."""
-        row = self._one(SQL_WAKE, {"id": job_id, "phase": phase, "now": utcnow().isoformat()}, _Moved)
+        row = self._sql.one(SQL_WAKE, {"id": job_id, "phase": phase, "now": utcnow().isoformat()}, _Moved)
         return _delivery(row) if row else None
 
     # -- operator side ---------------------------------------------------------------
@@ -526,13 +490,13 @@ class JobStore:
         # The live job can finish between the refused update and the read; then the next update succeeds.
         for _ in range(5):
             try:
-                row = self._one(SQL_RETRY, params, JobRecord)
+                row = self._sql.one(SQL_RETRY, params, JobRecord)
             except UniqueViolation as exc:
                 if exc.diag.constraint_name not in LIVE_INDEXES:
                     raise
                 job = self._existing(job_id)
                 system = job.account_id is None and job.tier == "scheduled"
-                live = self._one(
+                live = self._sql.one(
                     SQL_LIVE_SYSTEM if system else SQL_LIVE,
                     {"account_id": job.account_id, "type": job.type},
                     Accepted,
@@ -563,7 +527,7 @@ class JobStore:
         params = dict(ids=[job_id], actor=actor, error=Jsonb(error), progress=Jsonb(progress))
         # A row not waiting when the update ran may be by the time it is read (a requeue): again.
         for _ in range(5):
-            row = self._one(SQL_CANCEL_AUDITED, params, JobRecord)
+            row = self._sql.one(SQL_CANCEL_AUDITED, params, JobRecord)
             if row is not None:
                 return row
             job = self._existing(job_id)
@@ -585,14 +549,14 @@ class JobStore:
 
     def running_workers(self) -> set[str]:
         """The worker processes that have running jobs, by the name each claim recorded."""
-        return {r.worker for r in self._all(SQL_RUNNING_WORKERS, {}, _Worker)}
+        return {r.worker for r in self._sql.all(SQL_RUNNING_WORKERS, {}, _Worker)}
 
     def requeue_orphans(self, dead_workers: Iterable[str]) -> list[Delivery]:
         """Running jobs of dead workers, and of runs whose lease ran out, go back in line.
 
         Each gets a new delivery (to be sent by the caller); its old run is fenced out.
         """
-        return [_delivery(r) for r in self._all(SQL_REQUEUE, {"dead": list(dead_workers)}, _Moved)]
+        return [_delivery(r) for r in self._sql.all(SQL_REQUEUE, {"dead": list(dead_workers)}, _Moved)]
 
     def settled_candidates(self, grace_ms: int) -> list[Delivery]:
         """waiting/delayed rows untouched for the grace period, with the eta they need.
@@ -602,7 +566,7 @@ class JobStore:
         """
         return [
             _delivery(r, datetime_to_ms(r.resume_at) if r.resume_at else None)
-            for r in self._all(SQL_SETTLED, {"grace_ms": grace_ms}, _Moved)
+            for r in self._sql.all(SQL_SETTLED, {"grace_ms": grace_ms}, _Moved)
         ]
 
 
@@ -620,20 +584,3 @@ class _Held:
 @dataclass(frozen=True)
 class _Worker:
     worker: str
-
-
-def pool(conninfo: str, *, size: int, timeout_s: float) -> ConnectionPool:
-    """Autocommit connections for the job store: every operation here is one statement.
-
-    No check per checkout (it would double the round trips); a connection that
-    broke is discarded when it is returned, and the next one is fresh.
-    """
-    return ConnectionPool(
-        conninfo,
-        min_size=1,
-        max_size=size,
-        timeout=timeout_s,
-        kwargs={"autocommit": True, "connect_timeout": 5},
-        name="gatehouse-jobs",
-        open=False,
-    )

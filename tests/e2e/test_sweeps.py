@@ -322,7 +322,7 @@ def exercise(url: str) -> None:
         ("POST", "/v1/admin/carts", {"customerRef": "c", "items": [{"sku": "A-1", "quantity": 1}]}),
         ("POST", "/v1/admin/price-lists", {"name": "p", "validFrom": now.isoformat(), "validTo": (now + timedelta(days=1)).isoformat()}),
         ("POST", "/v1/admin/rfqs", {"customerRef": "c", "expiresAt": (now + timedelta(days=1)).isoformat()}),
-        ("GET", f"/v1/jobs/{uuid.uuid4()}", None),  # the job store's pool
+        ("GET", f"/v1/jobs/{uuid.uuid4()}", None),  # the statements pool
         ("GET", "/v1/admin/schedules", None),
         ("POST", "/v1/admin/schedules/rfq-expiry/run", None),
         ("GET", "/metrics", None),
@@ -341,15 +341,15 @@ def exercise(url: str) -> None:
 def test_the_api_process_runs_no_timer_or_scheduler_thread(processes, tmp_path):
     # What may run in an API process (BACKEND_ROLE=api), besides each process's main thread:
     # - gunicorn's gthread request threads (a ThreadPoolExecutor, up to API_THREADS per worker);
-    # - the job store's psycopg connection pool: its workers (they open connections) and its
-    #   "scheduler", which is the pool's own housekeeping (growing, shrinking, checking its
-    #   connections) and never runs application work.
+    # - the single-statement psycopg pool (gatehouse.db.Statements: job rows, key checks): its
+    #   workers (they open connections) and its "scheduler", which is the pool's own
+    #   housekeeping (growing, shrinking, checking its connections) and never runs application work.
     # Nothing else: no threading.Timer, no periodiq or sweep loop, no consumer, lease keeper or
     # module poller — the sweeps are jobs on the workers, their ticks come from gatehouse-scheduler.
     allowed = (
         lambda kind, name: kind == "threading.Thread" and name.startswith("ThreadPoolExecutor-"),
-        lambda kind, name: kind == "threading.Thread" and name.startswith("gatehouse-jobs-worker-"),
-        lambda kind, name: kind == "threading.Thread" and name == "gatehouse-jobs-scheduler",
+        lambda kind, name: kind == "threading.Thread" and name.startswith("gatehouse-statements-worker-"),
+        lambda kind, name: kind == "threading.Thread" and name == "gatehouse-statements-scheduler",
     )
     api, url, log_dir = api_with_thread_log(processes, tmp_path, "api", "api")
     exercise(url)
