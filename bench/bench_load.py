@@ -27,6 +27,10 @@ At each level, in this order, every phase at the same concurrency (USERS):
   alreadyRunning answers are the rest). Nothing consumes, so the live rows grow during the
   phase: the level is what the table holds when it starts, and the count at its end is printed.
 
+Once, before the levels, the HTTP ceiling: ``GET /healthz`` (no key, no store) by the same locust
+at the same concurrency — what gunicorn, Falcon and the generator cost with no work behind them.
+Its ratio to the status floor bounds what any route can reach on this machine.
+
 Printed: throughput and p50/p99 of each side, the ratios to the floor, and p99 at 100,000 live
 rows vs at 0. Targets: create ≥ 0.5 of its floor, status ≥ 0.5 of its floor, p99 at 100,000 live
 rows within 1.5× of p99 at 0.
@@ -111,6 +115,16 @@ class Creator(FastHttpUser):
         ) as response:
             if response.status_code != 202:
                 response.failure(f"{response.status_code}: {response.text[:200]}")
+
+
+class Ceiling(FastHttpUser):
+    """GET /healthz: no key, no store: what gunicorn, Falcon and locust cost alone."""
+
+    wait_time = constant(0)
+
+    @task
+    def health(self):
+        self.client.get("/healthz", name="healthz")
 
 
 class Reader(FastHttpUser):
@@ -398,6 +412,14 @@ def main() -> list[Result]:
             try:
                 seed_jobs(conn, 0)
                 warm_up(api.url)
+                ceiling = locust(api.url, "Ceiling", config, workdir)["healthz"]
+                ceiling_floor = floor(settings, "status", targets)
+                print(f"http ceiling : {side(ceiling)}  GET /healthz (no key, no store)")
+                print(
+                    f"               {ceiling['rps'] / ceiling_floor['rps']:.2f} of the status floor "
+                    f"({ceiling_floor['rps']:.0f}/s): no route can do better here",
+                    flush=True,
+                )
                 for live in LEVELS:
                     started = time.perf_counter()
                     seed_jobs(conn, live)
@@ -448,7 +470,11 @@ def main() -> list[Result]:
                     print(f"gatehouse-api logged {len(errors)} tracebacks; the last:\n{api.log_tail()}")
             finally:
                 api.stop()
-    results = []
+    results = [
+        Result(
+            "bench_load", "http ceiling (GET /healthz)/status floor", ceiling["rps"] / ceiling_floor["rps"]
+        )
+    ]
     for live, r in levels.items():
         for kind in ("create", "status"):
             ratio = r[kind]["rps"] / r[f"{kind}_floor"]["rps"]
