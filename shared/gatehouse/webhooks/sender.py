@@ -51,7 +51,9 @@ def retry_after_ms(value: str | None, now: datetime | None = None) -> int | None
     return min(max(0, int(wait)), RETRY_AFTER_MAX_MS)
 
 
-def post(http: httpx.Client, url: str, body: str, headers: dict[str, str], timeout_s: float) -> Answer:
+def post(
+    http: httpx.Client, url: httpx.URL | str, body: str, headers: dict[str, str], timeout_s: float
+) -> Answer:
     start = time.monotonic()
 
     def elapsed_ms() -> int:

@@ -39,14 +39,24 @@ def body_of(payload: Mapping[str, Any]) -> str:
     return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
 
 
+class Signer:
+    """Signs attempts with every secret given (newest first), each decoded once for a whole batch."""
+
+    def __init__(self, secrets: Sequence[str]) -> None:
+        self._webhooks = [Webhook(secret) for secret in secrets]
+
+    def sign(self, message_id: str, at: datetime, body: str) -> dict[str, str]:
+        """The three headers of one attempt."""
+        return {
+            "webhook-id": message_id,
+            "webhook-timestamp": str(int(at.timestamp())),
+            "webhook-signature": " ".join(w.sign(message_id, at, body) for w in self._webhooks),
+        }
+
+
 def sign(message_id: str, at: datetime, body: str, secrets: Sequence[str]) -> dict[str, str]:
     """The three headers of one attempt, signed with every secret given (newest first)."""
-    signatures = " ".join(Webhook(secret).sign(message_id, at, body) for secret in secrets)
-    return {
-        "webhook-id": message_id,
-        "webhook-timestamp": str(int(at.timestamp())),
-        "webhook-signature": signatures,
-    }
+    return Signer(secrets).sign(message_id, at, body)
 
 
 def verify(headers: Mapping[str, str], body: bytes | str, secret: str) -> Any:
