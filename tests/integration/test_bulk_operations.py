@@ -250,3 +250,12 @@ def test_a_product_the_patch_would_take_past_the_attribute_limit_is_a_failed_ite
     ]
     assert len(gh.catalog.get_product(by_sku["FULL"]).attributes) == ATTRIBUTES_MAX  # left as it was
     assert gh.catalog.get_product(by_sku["ROOM"]).attributes == {codes[-1]: 2}
+
+
+def test_listed_ids_count_once_and_an_empty_attributes_patch_changes_nothing(gh, sql):
+    ids = products(gh, 3)
+
+    op, _ = start(gh, [*ids, ids[0]], patch=ProductPatch(attributes={}))
+
+    assert (op.total, op.succeeded, op.failed) == (3, 3, 0)
+    assert audit_rows(sql) == 0

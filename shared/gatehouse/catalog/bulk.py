@@ -37,7 +37,18 @@ from datetime import datetime
 from typing import Any
 
 from psycopg.types.json import Jsonb
-from sqlalchemy import ARRAY, CheckConstraint, Column, Connection, DateTime, Engine, Index, Uuid, text
+from sqlalchemy import (
+    ARRAY,
+    CheckConstraint,
+    Column,
+    Connection,
+    DateTime,
+    Engine,
+    Index,
+    TextClause,
+    Uuid,
+    text,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
@@ -169,10 +180,16 @@ def patch_from_json(patch: dict[str, Any]) -> ProductPatch:
     )
 
 
-def _resolve(conn: Connection, selection: Selection) -> list[uuid.UUID]:
+def _selected(selection: Selection) -> tuple[str, dict[str, Any]]:
+    """A query of the selection's product ids as one sorted array, and its parameters.
+
+    The ids are resolved and sorted in PostgreSQL: a filter's never travel, and listed ones travel
+    once, as one ``uuid[]`` literal (psycopg adapts a list element by element, ~4 µs each).
+    """
     if selection.product_ids is not None:
         # Unknown ids stay: each is counted as a failed item when its batch runs.
-        return sorted(set(selection.product_ids))
+        ids = "{" + ",".join(map(str, selection.product_ids)) + "}"
+        return "SELECT array_agg(DISTINCT i ORDER BY i) FROM unnest(CAST(:ids AS uuid[])) AS i", {"ids": ids}
     where, params = [], {}
     if selection.status:
         where.append("status = :status")
@@ -183,117 +200,209 @@ def _resolve(conn: Connection, selection: Selection) -> list[uuid.UUID]:
     if selection.attributes:
         where.append("attributes @> CAST(:attributes AS jsonb)")
         params["attributes"] = json.dumps(selection.attributes)
-    sql = "SELECT id FROM products" + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY id"
-    return list(conn.execute(text(sql), params).scalars())
+    sql = "SELECT array_agg(id ORDER BY id) FROM products" + (
+        f" WHERE {' AND '.join(where)}" if where else ""
+    )
+    return sql, params
 
 
-INSERT_OPERATION = text(
-    f"""
+# The operation with its selection; no row when the selection matches no product.
+INSERT_OPERATION = f"""
     INSERT INTO catalog_bulk_operations (id, type, requester, request, product_ids, total)
-    VALUES (:id, :type, :requester, CAST(:request AS jsonb), :product_ids, :total)
+    SELECT :id, :type, :requester, CAST(:request AS jsonb), ids, cardinality(ids)
+    FROM ({{selection}}) AS selected(ids) WHERE ids IS NOT NULL
     RETURNING {COLUMNS}
     """
+# A batch's first statement. It locks the operation (a second run of it waits here, then reads
+# the cursor the first one left) and reads what the batch needs: a re-index takes its next ids
+# (arrays are 1-based), a bulk update reads them in place in its next statement, so they never
+# travel. A live bulk update's next products are locked here too, in their order, so the
+# statement that patches them starts after every edit of them in flight has committed (and so
+# has a re-index batch that built their documents first: see gatehouse.search.documents).
+START = text(
+    """
+    WITH op AS (
+      SELECT type, request->'patch' AS patch, status, cursor, total,
+        product_ids[cursor + 1 : cursor + :size] AS batch
+      FROM catalog_bulk_operations WHERE id = :id FOR UPDATE
+    ), locked AS (
+      SELECT FROM products
+      WHERE id = ANY(CAST((SELECT batch FROM op WHERE type = 'product_bulk_update' AND status IN ('pending', 'running'))
+        AS uuid[]))
+      ORDER BY id FOR UPDATE
+    )
+    SELECT type, patch, status, cursor, total, CASE WHEN type = 'search_reindex' THEN batch END AS batch,
+      (SELECT count(*) FROM locked) AS locked
+    FROM op
+    """
 )
-# Lock the operation and read only the next batch's ids (arrays are 1-based; an
-# operation of 20,000 products must not send all 20,000 ids with every batch).
-LOCK = text(
-    "SELECT status, cursor, total, product_ids[cursor + 1 : cursor + :size] FROM catalog_bulk_operations "
-    "WHERE id = :id FOR UPDATE"
+# The next batch's ids (``ids``), in a statement of the batch (its operation row is locked).
+BATCH_IDS = (
+    "SELECT product_ids[cursor + 1 : cursor + :size] AS ids FROM catalog_bulk_operations WHERE id = :id"
 )
-ADVANCE = text(
-    f"""
+
+
+def _advance(batch: str) -> str:
+    """Move the cursor and counters past a batch, its last step: ``batch`` is a query of one row,
+    the batch's size ``n`` and its failed items ``failures`` (a JSON array)."""
+    return f"""
     UPDATE catalog_bulk_operations SET
-      status = CASE WHEN cursor + :n >= total THEN 'completed' ELSE 'running' END,
+      status = CASE WHEN cursor + b.n >= total THEN 'completed' ELSE 'running' END,
       started_at = coalesce(started_at, now()),
-      finished_at = CASE WHEN cursor + :n >= total THEN now() END,
-      cursor = cursor + :n, processed = processed + :n,
-      succeeded = succeeded + :ok, failed = failed + :bad,
+      finished_at = CASE WHEN cursor + b.n >= total THEN now() END,
+      cursor = cursor + b.n, processed = processed + b.n,
+      succeeded = succeeded + b.n - jsonb_array_length(b.failures),
+      failed = failed + jsonb_array_length(b.failures),
       failed_items = CASE WHEN jsonb_array_length(failed_items) >= {FAILED_ITEMS_KEPT} THEN failed_items
         ELSE failed_items || (SELECT coalesce(jsonb_agg(f), '[]'::jsonb)
-          FROM (SELECT f FROM jsonb_array_elements(CAST(:failures AS jsonb)) AS f
+          FROM (SELECT f FROM jsonb_array_elements(b.failures) AS f
                 LIMIT {FAILED_ITEMS_KEPT} - jsonb_array_length(failed_items)) AS kept) END
+    FROM ({batch}) AS b(n, failures)
     WHERE id = :id
     RETURNING {COLUMNS}
     """
-)
-# A whole batch of a bulk update in one statement, set-based: lock the batch's products, derive
-# each one's new values from the patch (the same patch for all), and for the products it really
-# changes write the new row and one audit row with before/after of only the changed fields. The
-# rules are gatehouse.catalog.rules.apply's, in SQL (a JSON true is not 1, as there). A product
-# that would exceed ATTRIBUTES_MAX attributes is left as it is and reported as a failed item.
-PATCH_BATCH = text(
-    f"""
-    WITH locked AS (
-      SELECT p.* FROM products AS p WHERE p.id = ANY(:ids) ORDER BY p.id FOR UPDATE
-    ), change AS (
-      SELECT o.id, n.*, o.name AS old_name, o.description AS old_description, o.status AS old_status,
-        o.price_amount AS old_amount, o.price_currency AS old_currency,
-        (SELECT ARRAY[coalesce(jsonb_object_agg(k, coalesce(o.attributes -> k, 'null')), '{{}}'),
-                coalesce(jsonb_object_agg(k, coalesce(CAST(:patch_attributes AS jsonb) -> k, 'null')), '{{}}')]
-         FROM jsonb_object_keys(CAST(:patch_attributes AS jsonb)) AS k
-         WHERE (o.attributes -> k) IS DISTINCT FROM nullif(CAST(:patch_attributes AS jsonb) -> k, 'null'))
-          AS attribute_change,
-        -- Only a patch that sets attributes can take a product past the limit.
-        CAST(:set_attributes AS jsonb) <> '{{}}'
-          AND (SELECT count(*) FROM jsonb_object_keys(n.attributes)) > {rules.ATTRIBUTES_MAX} AS too_many
-      FROM locked AS o CROSS JOIN LATERAL (SELECT
-        coalesce(CAST(:name AS text), o.name) AS name,
-        coalesce(CAST(:description AS text), o.description) AS description,
-        coalesce(CAST(:price_amount AS bigint), o.price_amount) AS price_amount,
-        coalesce(CAST(:price_currency AS text), o.price_currency) AS price_currency,
-        coalesce(CAST(:status AS text), o.status) AS status,
-        (o.attributes || CAST(:set_attributes AS jsonb)) - CAST(:removed_attributes AS text[]) AS attributes
-      ) AS n
-    ), changed AS (
-      SELECT c.*,
-        jsonb_strip_nulls(jsonb_build_object(
-          'name', CASE WHEN c.name <> c.old_name THEN to_jsonb(c.old_name) END,
-          'description', CASE WHEN c.description <> c.old_description THEN to_jsonb(c.old_description) END,
-          'status', CASE WHEN c.status <> c.old_status THEN to_jsonb(c.old_status) END,
-          'price', CASE WHEN (c.price_amount, c.price_currency) <> (c.old_amount, c.old_currency)
-                   THEN jsonb_build_object('amount', c.old_amount, 'currency', c.old_currency) END))
-        || CASE WHEN (c.attribute_change)[1] <> '{{}}' THEN jsonb_build_object('attributes', (c.attribute_change)[1])
-                ELSE '{{}}' END AS before,
-        jsonb_strip_nulls(jsonb_build_object(
-          'name', CASE WHEN c.name <> c.old_name THEN to_jsonb(c.name) END,
-          'description', CASE WHEN c.description <> c.old_description THEN to_jsonb(c.description) END,
-          'status', CASE WHEN c.status <> c.old_status THEN to_jsonb(c.status) END,
-          'price', CASE WHEN (c.price_amount, c.price_currency) <> (c.old_amount, c.old_currency)
-                   THEN jsonb_build_object('amount', c.price_amount, 'currency', c.price_currency) END))
-        || CASE WHEN (c.attribute_change)[2] <> '{{}}' THEN jsonb_build_object('attributes', (c.attribute_change)[2])
-                ELSE '{{}}' END AS after
-      FROM change AS c WHERE NOT c.too_many
-    ), updated AS (
-      UPDATE products AS p SET name = c.name, description = c.description, price_amount = c.price_amount,
-        price_currency = c.price_currency, status = c.status, attributes = c.attributes, updated_at = now()
-      FROM changed AS c WHERE p.id = c.id AND c.before <> '{{}}'
-      RETURNING p.id
-    ), audited AS (
-      INSERT INTO audit_log (actor, action, entity, entity_id, before, after)
-      SELECT :actor, 'product.bulk_update', 'product', c.id::text, c.before, c.after
-      FROM changed AS c WHERE c.before <> '{{}}'
+
+
+ADVANCE = text(_advance("SELECT CAST(:n AS int), CAST(:failures AS jsonb)"))
+
+
+@dataclass(frozen=True)
+class _Field:
+    """A patchable product field in a batch's SQL, where ``o`` is the product as it was."""
+
+    columns: str  # the product columns it is read from
+    assign: str  # the SET of the patched value
+    changed: str  # whether the patch changes o
+    before: str  # o's value, as a JSON object of the field
+    after: str  # the patched value, as a JSON object of the field
+
+
+def _text_field(name: str) -> _Field:
+    return _Field(
+        name,
+        f"{name} = CAST(:{name} AS text)",
+        f"o.{name} <> CAST(:{name} AS text)",
+        f"jsonb_build_object('{name}', o.{name})",
+        f"CAST(:after_{name} AS jsonb)",
     )
-    SELECT
-      (SELECT coalesce(array_agg(id), '{{}}') FROM updated) AS updated,
-      (SELECT coalesce(array_agg(id), '{{}}') FROM locked) AS found,
-      (SELECT coalesce(array_agg(id), '{{}}') FROM change WHERE too_many) AS too_many
+
+
+# A patched value's JSON (``after_…``) is the same for every product: one parameter, read once.
+FIELDS = {
+    "name": _text_field("name"),
+    "description": _text_field("description"),
+    "status": _text_field("status"),
+    "price": _Field(
+        "price_amount, price_currency",
+        "price_amount = CAST(:price_amount AS bigint), price_currency = CAST(:price_currency AS text)",
+        "(o.price_amount, o.price_currency) <> (CAST(:price_amount AS bigint), CAST(:price_currency AS text))",
+        "jsonb_build_object('price', jsonb_build_object('amount', o.price_amount, 'currency', o.price_currency))",
+        "CAST(:after_price AS jsonb)",
+    ),
+    # Only the codes whose value the patch changes (a JSON true is not 1, as in rules.apply), from
+    # ATTRIBUTE_CHANGE (``a``).
+    "attributes": _Field(
+        "attributes",
+        "attributes = (attributes || CAST(:set_attributes AS jsonb)) - CAST(:removed_attributes AS text[])",
+        "a.before IS NOT NULL",
+        "jsonb_build_object('attributes', a.before)",
+        "jsonb_build_object('attributes', a.after)",
+    ),
+}
+ATTRIBUTE_CHANGE = """
+      CROSS JOIN LATERAL (
+        SELECT jsonb_object_agg(k, coalesce(o.attributes -> k, 'null')) AS before,
+          jsonb_object_agg(k, CAST(:patch_attributes AS jsonb) -> k) AS after
+        FROM jsonb_object_keys(CAST(:patch_attributes AS jsonb)) AS k
+        WHERE (o.attributes -> k) IS DISTINCT FROM nullif(CAST(:patch_attributes AS jsonb) -> k, 'null')
+      ) AS a"""
+# Only a patch that sets attributes can take a product past the limit.
+TOO_MANY = f"""(SELECT count(*) FROM jsonb_object_keys(
+        (o.attributes || CAST(:set_attributes AS jsonb)) - CAST(:removed_attributes AS text[]))) > {rules.ATTRIBUTES_MAX}"""
+
+
+def _patch_params(patch: ProductPatch) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for name in ("name", "description", "status"):
+        if (value := getattr(patch, name)) is not None:
+            params |= {name: value, f"after_{name}": json.dumps({name: value})}
+    if patch.price is not None:
+        params |= {
+            "price_amount": patch.price.amount,
+            "price_currency": patch.price.currency,
+            "after_price": json.dumps({"price": patch.price.as_json()}),
+        }
+    if patch.attributes:
+        params |= {
+            "set_attributes": json.dumps({k: v for k, v in patch.attributes.items() if v is not None}),
+            "removed_attributes": [k for k, v in patch.attributes.items() if v is None],
+            "patch_attributes": json.dumps(patch.attributes),
+        }
+    return params
+
+
+def _patch_batch(patch: ProductPatch, *, status_documents: bool) -> TextClause:
+    """A whole batch of a bulk update in one statement, set-based, after START.
+
+    For the batch's products it derives what the patch changes (the same patch for all: only its
+    fields are read and compared), writes the changed products and one audit row each with
+    before/after of only the changed fields, moves their documents' status when
+    ``status_documents``, and advances the operation. The rules are gatehouse.catalog.rules.apply's,
+    in SQL. A product the patch would take past ATTRIBUTES_MAX attributes is left as it is and is a
+    failed item, as is an unknown id. Returns the operation's columns, then ``updated``: the ids of
+    the changed products.
     """
-)
+    # (An empty attributes object patches nothing.)
+    patched = {name: f for name, f in FIELDS.items() if getattr(patch, name) not in (None, {})}
 
+    def changed(part: str) -> str:  # the changed fields' ``part``, as one JSON object
+        return (
+            " || ".join(
+                f"CASE WHEN {f.changed} THEN {getattr(f, part)} ELSE '{{}}' END" for f in patched.values()
+            )
+            or "'{}'::jsonb"
+        )
 
-def _advance(conn: Connection, op_id: uuid.UUID, n: int, failures: list[dict[str, Any]]) -> OperationRecord:
-    """Move the cursor and counters past a batch of ``n`` (``failures`` among them); the batch's last step."""
-    row = conn.execute(
-        ADVANCE,
-        {
-            "id": op_id,
-            "n": n,
-            "ok": n - len(failures),
-            "bad": len(failures),
-            "failures": json.dumps(failures),
-        },
-    ).one()
-    return OperationRecord(*row)
+    sets_attributes = any(v is not None for v in (patch.attributes or {}).values())
+    status = (
+        "," + documents.STATUS_CTES.format(ids="SELECT id FROM updated", status="CAST(:status AS text)")
+        if status_documents
+        else ""
+    )
+    return text(
+        f"""
+        WITH batch AS ({BATCH_IDS}
+        ), current AS (  -- locked by START: no other write moves them, so they are found again by ctid
+          SELECT {", ".join(["ctid", "id", *(f.columns for f in patched.values())])} FROM products
+          WHERE id = ANY(CAST((SELECT ids FROM batch) AS uuid[]))
+        ), change AS (
+          SELECT o.ctid, o.id, {TOO_MANY if sets_attributes else "false"} AS too_many,
+            {changed("before")} AS before, {changed("after")} AS after
+          FROM current AS o{ATTRIBUTE_CHANGE if patch.attributes else ""}
+          WHERE {" OR ".join(f.changed for f in patched.values()) or "false"}
+        ), changed AS (
+          SELECT ctid, id, before, after FROM change WHERE NOT too_many
+        ), updated AS (
+          UPDATE products SET {", ".join([*(f.assign for f in patched.values()), "updated_at = now()"])}
+          WHERE ctid = ANY(ARRAY(SELECT ctid FROM changed))
+          RETURNING id
+        ), audited AS (
+          INSERT INTO audit_log (actor, action, entity, entity_id, before, after)
+          SELECT :actor, 'product.bulk_update', 'product', id::text, before, after FROM changed
+        ){status}, failures AS MATERIALIZED (
+          -- In the batch's order (its ids are sorted): the unknown ids, then the ones with too many.
+          SELECT coalesce(jsonb_agg(jsonb_build_object('productId', id, 'reason', reason) ORDER BY k, id),
+            '[]'::jsonb) AS items
+          FROM (
+            SELECT 1, id, 'product not found' FROM unnest(CAST((SELECT ids FROM batch) AS uuid[])) AS id
+            WHERE id NOT IN (SELECT id FROM current)
+            UNION ALL
+            SELECT 2, id, 'more than {rules.ATTRIBUTES_MAX} attributes' FROM change WHERE too_many
+          ) AS f(k, id, reason)
+        ), advanced AS ({_advance("SELECT cardinality(ids), (SELECT items FROM failures) FROM batch")})
+        SELECT *, ARRAY(SELECT id::text FROM updated) AS updated FROM advanced
+        """
+    )
 
 
 INSERT_REINDEX = text(
@@ -405,26 +514,25 @@ class BulkStore:
         op_id = uuid.uuid4()
         with self.engine.begin() as conn:
             self._require_attributes(conn, patch)
-            ids = _resolve(conn, selection)
-            if not ids:
+            selected, params = _selected(selection)
+            row = conn.execute(
+                text(INSERT_OPERATION.format(selection=selected)),
+                {
+                    **params,
+                    "id": op_id,
+                    "type": "product_bulk_update",
+                    "requester": requester,
+                    "request": json.dumps({k: v for k, v in request.items() if k != "productIds"}),
+                },
+            ).one_or_none()
+            if row is None:
                 raise ValidationFailed("the selection matches no product", field="filter")
-            op = OperationRecord(
-                *conn.execute(
-                    INSERT_OPERATION,
-                    {
-                        "id": op_id,
-                        "type": "product_bulk_update",
-                        "requester": requester,
-                        "request": json.dumps({k: v for k, v in request.items() if k != "productIds"}),
-                        "product_ids": ids,
-                        "total": len(ids),
-                    },
-                ).one()
-            )
-            if len(ids) <= sync_threshold:
+            op = OperationRecord(*row)
+            if op.total <= sync_threshold:
                 # Small: one transaction for the record and the whole change; nobody to notify.
-                done, sent = self._batch(conn, op_id, patch, len(ids), actor)
-                return done or op, sent + self._ended(conn, done, notify=False)
+                conn.execute(START, {"id": op_id, "size": op.total})
+                done, sent = self._batch(conn, op_id, patch, op.total, actor)
+                return done, sent + self._ended(conn, done, notify=False)
             delivery = self._job_row(conn, op_id)
         return op, [delivery]
 
@@ -469,84 +577,61 @@ class BulkStore:
         after it returns.
         """
         with self.engine.begin() as conn:
-            op = conn.execute(
-                text("SELECT type, request->'patch' AS patch FROM catalog_bulk_operations WHERE id = :id"),
-                {"id": op_id},
-            ).one_or_none()
+            op = conn.execute(START, {"id": op_id, "size": batch_size}).one_or_none()
             if op is None:
                 raise NotFound(f"bulk operation {op_id} not found")
+            if op.status not in LIVE or (op.type != "search_reindex" and op.cursor >= op.total):
+                return None  # done already: a duplicate or late run
             if op.type == "search_reindex":
-                done, sent = self._reindex_batch(conn, op_id, batch_size), []
+                done, sent = (
+                    self._reindex_batch(conn, op_id, op.batch, last=op.cursor + len(op.batch) >= op.total),
+                    [],
+                )
             else:
                 done, sent = self._batch(conn, op_id, patch_from_json(op.patch), batch_size, actor)
-            if done is None:
-                return None
             if done.status == "completed":
                 sent += self._ended(conn, done, notify=True)
             return Batch(done, tuple(sent))
 
     def _batch(
         self, conn: Connection, op_id: uuid.UUID, patch: ProductPatch, size: int, actor: str
-    ) -> tuple[OperationRecord | None, list[Delivery]]:
-        """The next batch of a bulk update, and the deliveries of its ``catalog.product.updated``."""
-        status, cursor, total, batch = conn.execute(LOCK, {"id": op_id, "size": size}).one()
-        if status not in LIVE or cursor >= total:
-            return None, []  # done already: a duplicate or late run
-        attrs = patch.attributes or {}
-        price = patch.price
-        result = conn.execute(
-            PATCH_BATCH,
-            {
-                "ids": list(batch),
-                "actor": actor,
-                "name": patch.name,
-                "description": patch.description,
-                "price_amount": price.amount if price else None,
-                "price_currency": price.currency if price else None,
-                "status": patch.status,
-                "set_attributes": json.dumps({k: v for k, v in attrs.items() if v is not None}),
-                "removed_attributes": [k for k, v in attrs.items() if v is None],
-                "patch_attributes": json.dumps(attrs),
-            },
-        ).one()
-        found, too_many = set(result.found), set(result.too_many)
-        failures = [{"productId": str(i), "reason": "product not found"} for i in batch if i not in found] + [
-            {"productId": str(i), "reason": f"more than {rules.ATTRIBUTES_MAX} attributes"}
-            for i in batch
-            if i in too_many
-        ]
-        documents.refresh_patched(
+    ) -> tuple[OperationRecord, list[Delivery]]:
+        """The next batch of a bulk update (START has locked its products), and the deliveries of its
+        ``catalog.product.updated``."""
+        refresh = documents.patch_refresh(
             conn,
-            result.updated,
             fields=[f for f in ("name", "description", "status") if getattr(patch, f) is not None],
-            attribute_codes=list(attrs),
+            attribute_codes=list(patch.attributes or {}),
         )
+        params = {**_patch_params(patch), "id": op_id, "size": size, "actor": actor}
+        *columns, updated = conn.execute(
+            _patch_batch(patch, status_documents=refresh == "status"), params
+        ).one()
+        if refresh == "document":
+            documents.refresh(conn, updated)
         sent = []
-        if result.updated:  # one event per batch, with the ids it changed
+        if updated:  # one event per batch, with the ids it changed
             sent = self.events.publish(
                 on_connection(conn),
                 Event(
                     "catalog.product.updated",
-                    {
-                        "productIds": [str(i) for i in result.updated],
-                        "operationId": str(op_id),
-                        "actor": actor,
-                    },
+                    {"productIds": updated, "operationId": str(op_id), "actor": actor},
                 ),
             )
-        return _advance(conn, op_id, len(batch), failures), sent
+        return OperationRecord(*columns), sent
 
-    def _reindex_batch(self, conn: Connection, op_id: uuid.UUID, size: int) -> OperationRecord | None:
-        """The next products' documents into the shadow; the last batch swaps the shadow in."""
-        status, cursor, total, batch = conn.execute(LOCK, {"id": op_id, "size": size}).one()
-        if status not in LIVE:
-            return None  # done already: a duplicate or late run
+    def _reindex_batch(
+        self, conn: Connection, op_id: uuid.UUID, batch: list[uuid.UUID], *, last: bool
+    ) -> OperationRecord:
+        """These products' documents into the shadow; the ``last`` batch swaps the shadow in."""
         built = documents.build(conn, batch) if batch else set()
         # A product deleted since the operation listed it has no document to build.
         failures = [{"productId": str(i), "reason": "product not found"} for i in batch if i not in built]
-        if cursor + len(batch) >= total:
+        if last:
             documents.swap(conn)
-        return _advance(conn, op_id, len(batch), failures)
+        return OperationRecord(
+            *conn.execute(ADVANCE, {"id": op_id, "n": len(batch), "failures": json.dumps(failures)}).one()
+        )
 
     def fail(self, op_id: uuid.UUID, error: dict[str, Any]) -> list[Delivery]:
         """The operation cannot go on (its job ran out of attempts): its event, its requester told.

@@ -8,8 +8,9 @@ become spaces first, as the query splits on them too (the default parser would
 read ``-1`` as a signed number).
 
 Every edit (create, batch create, PATCH, a bulk-update batch whose patch can
-change a document: ``refresh_patched``) refreshes the documents of the
-products it changed in its own transaction (``refresh``): in
+change a document: ``patch_refresh``) refreshes the documents of the
+products it changed in its own transaction (``refresh``, or ``STATUS_CTES`` for
+a bulk patch of the status alone): in
 the live index, and in the shadow too while a re-index is live (between
 re-indexes the shadow may go stale; the next re-index rebuilds every row). A re-index rebuilds the shadow
 (``build``) and swaps it in (``swap``). See ``gatehouse.catalog.bulk`` for why
@@ -19,7 +20,7 @@ nothing an edit writes during a re-index is lost.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from sqlalchemy import Connection, text
 
@@ -63,23 +64,24 @@ REFRESH = text(
     """
 )
 
-# A patch of the status alone: the text stays as it is, only the status beside it moves (no
-# to_tsvector), in the live index and, while a re-index is live, in the shadow rows already built
-# (a row built later reads the committed status).
-REFRESH_STATUS = text(
-    """
-    WITH live AS (
-      UPDATE search_documents AS d SET status = p.status FROM products AS p
-      WHERE p.id = ANY(:ids) AND d.product_id = p.id
-    )
-    UPDATE search_documents_build AS b SET status = p.status FROM products AS p
-    WHERE p.id = ANY(:ids) AND b.product_id = p.id
+# A patch of the status alone, as two CTEs of the statement that patches the products (``{ids}``:
+# a query of the ids it changed, ``{status}``: their new status): the text stays as it is, only
+# the status beside it moves (no to_tsvector), in the live index and, while a re-index is live, in
+# the shadow rows already built (a row built later reads the committed status). As for REFRESH,
+# that statement must start after its products are locked (in an earlier statement), so that a
+# re-index batch that built them first has committed and is seen.
+STATUS_CTES = """
+  live_status AS (
+    UPDATE search_documents SET status = {status}
+    WHERE product_id = ANY(ARRAY({ids})) AND status <> {status}
+  ), shadow_status AS (
+    UPDATE search_documents_build SET status = {status}
+    WHERE product_id = ANY(ARRAY({ids})) AND status <> {status}
       AND EXISTS (
         SELECT 1 FROM catalog_bulk_operations
         WHERE type = 'search_reindex' AND status IN ('pending', 'running')
       )
-    """
-)
+  )"""
 
 # A re-index batch: these products' documents into the shadow only. FOR SHARE waits for an edit of
 # one of them still in flight and then reads its committed row, so the shadow never keeps an older
@@ -125,21 +127,16 @@ SWAP = (
 )
 
 
-def refresh_patched(
-    conn: Connection,
-    product_ids: Sequence[uuid.UUID | str],
-    *,
-    fields: Sequence[str],
-    attribute_codes: Sequence[str],
-) -> None:
-    """After a patch of these product fields and attributes, refresh what it can have changed.
+def patch_refresh(
+    conn: Connection, *, fields: Collection[str], attribute_codes: Collection[str]
+) -> str | None:
+    """What a patch of these product fields and attributes changes in the documents of its products.
 
-    A text field or a searchable attribute: the whole documents; the status alone: only the
-    status beside them; a price or a non-searchable attribute: nothing. An attribute made
+    ``"document"``, a text field or a searchable attribute: the whole documents (``refresh`` after
+    the patch); ``"status"``, the status alone: only the status beside them (``STATUS_CTES`` in the
+    patch's statement); None, a price or a non-searchable attribute: nothing. An attribute made
     searchable later is picked up by the re-index its flip starts.
     """
-    if not product_ids:
-        return
     if set(fields) & TEXT_FIELDS or (
         attribute_codes
         and conn.execute(
@@ -147,9 +144,8 @@ def refresh_patched(
             {"codes": list(attribute_codes)},
         ).scalar()
     ):
-        refresh(conn, product_ids)
-    elif "status" in fields:
-        conn.execute(REFRESH_STATUS, {"ids": [uuid.UUID(str(i)) for i in product_ids]})
+        return "document"
+    return "status" if "status" in fields else None
 
 
 def refresh(conn: Connection, product_ids: Sequence[uuid.UUID | str]) -> None:
