@@ -17,8 +17,9 @@ The conditions are the concurrency story:
 
 This is the hot path of every job, so it is plain SQL on ``gatehouse.db.Statements``
 (autocommit psycopg: each statement one round trip, prepared by the server after its
-first uses), and rows come back as ``JobRecord`` dataclasses without a model layer. The table itself is declared
-once, in ``gatehouse.models`` (migrations and the tests check they agree).
+first uses), and rows come back as ``JobRecord`` dataclasses without a model layer. The
+table itself is declared once, in ``gatehouse.models`` (migrations and the tests check
+they agree).
 """
 
 from __future__ import annotations
