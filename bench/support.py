@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,6 +71,7 @@ def bench_settings(*, redis_db: int = BENCH_REDIS_DB, **overrides: object) -> It
         database_url=server.rsplit("/", 1)[0] + f"/{name}",
         redis_url=redis_url,
         worker_idle_poll_ms=20,
+        worker_quiet_poll_ms=20,
         token_encryption_key=generate_key(),
         **overrides,
     )
@@ -132,11 +133,20 @@ def process_env(settings: Settings, **extra: object) -> dict[str, str]:
 class WorkerProcesses:
     """``gatehouse-worker --processes N --threads M`` in its own session, its output in a log file."""
 
-    def __init__(self, settings: Settings, *, processes: int, threads: int, **extra: object) -> None:
+    def __init__(
+        self, settings: Settings, *, processes: int, threads: int, args: Sequence[str] = (), **extra: object
+    ) -> None:
         self.settings = settings
         self.processes = processes
         self.log_path = Path(tempfile.mkstemp(prefix="bench-worker-", suffix=".log")[1])
-        argv = [str(BIN / "gatehouse-worker"), "--processes", str(processes), "--threads", str(threads)]
+        argv = [
+            str(BIN / "gatehouse-worker"),
+            "--processes",
+            str(processes),
+            "--threads",
+            str(threads),
+            *args,
+        ]
         with open(self.log_path, "wb") as log:
             self.popen = subprocess.Popen(
                 argv,
@@ -189,13 +199,14 @@ class WorkerProcesses:
 
 @contextlib.contextmanager
 def worker_processes(
-    settings: Settings, *, processes: int = 2, threads: int = 4, **extra: object
+    settings: Settings, *, processes: int = 2, threads: int = 4, args: Sequence[str] = (), **extra: object
 ) -> Iterator[WorkerProcesses]:
     """Real worker processes for a benchmark: started, alive (every process's liveness key), stopped.
 
-    ``extra`` are more settings for them (``job_modules="gatehouse_worker.jobs,bench.x"``).
+    ``args`` are more options of the CLI (``--queues …``), ``extra`` more settings for them
+    (``job_modules="gatehouse_worker.jobs,bench.x"``).
     """
-    workers = WorkerProcesses(settings, processes=processes, threads=threads, **extra)
+    workers = WorkerProcesses(settings, processes=processes, threads=threads, args=args, **extra)
     try:
         workers.wait_alive()
         yield workers

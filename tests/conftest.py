@@ -43,6 +43,7 @@ FAST = dict(
     reconcile_grace_ms=500,
     shutdown_timeout_ms=10_000,
     worker_idle_poll_ms=20,
+    worker_quiet_poll_ms=20,
     broker_heartbeat_timeout_ms=3_000,
     broker_maintenance_chance=100_000,
 )

@@ -82,8 +82,10 @@ class Settings(BaseSettings):
     broker_heartbeat_timeout_ms: int = 60_000
     broker_maintenance_chance: int = 1_000
     # How long an idle consumer waits between polls; bounds the latency of a
-    # woken or newly due message.
+    # woken or newly due message. Quiet queues (ticks, sweeps, e-mail) poll
+    # less often: every poll costs a busy worker CPU.
     worker_idle_poll_ms: int = 100
+    worker_quiet_poll_ms: int = 1_000
 
     # Modules whose @job bodies the consumers load (comma-separated).
     job_modules: Annotated[list[str], NoDecode] = ["gatehouse_worker.jobs"]

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from dramatiq import Broker, Middleware
+from dramatiq.common import q_name
 
 from gatehouse import metrics
 from gatehouse.composition import Gatehouse
@@ -15,18 +16,27 @@ log = logging.getLogger(__name__)
 
 
 class IdlePoll(Middleware):
-    """How long idle consumers sleep between polls (WORKER_IDLE_POLL_MS).
+    """How long idle consumers sleep between polls: WORKER_IDLE_POLL_MS, or WORKER_QUIET_POLL_MS on quiet queues.
 
-    It bounds how late a due delayed message or a woken job starts. The
-    dramatiq CLI has no option for it; its consumers and worker threads are
-    created during boot, after this hook.
+    The poll bounds how late a due delayed message or a woken job starts, and
+    every poll of every idle consumer (a queue and its delay queue, each) costs
+    the process CPU while it works: with 20 consumers at 100 ms, a busy webhook
+    worker spent more on polling than on its deliveries. Quiet queues carry
+    work nobody waits on within the second (ticks, sweeps, e-mail), so their
+    consumers poll less often. The dramatiq CLI has no option for either; its
+    consumers and worker threads are created during boot, after the first hook,
+    and each consumer thread reads its own timeout after the second.
     """
 
-    def __init__(self, poll_ms: int) -> None:
-        self.poll_ms = poll_ms
+    def __init__(self, poll_ms: int, *, quiet_ms: int, quiet_queues: frozenset[str]) -> None:
+        self.poll_ms, self.quiet_ms, self.quiet_queues = poll_ms, quiet_ms, quiet_queues
 
     def before_worker_boot(self, broker: Broker, worker: Any) -> None:
         worker.worker_timeout = self.poll_ms
+
+    def after_consumer_thread_boot(self, broker: Broker, thread: Any) -> None:
+        if q_name(thread.queue_name) in self.quiet_queues:
+            thread.worker_timeout = self.quiet_ms
 
 
 class BootReconciliation(Middleware):

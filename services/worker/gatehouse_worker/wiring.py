@@ -15,23 +15,40 @@ import dramatiq
 from dramatiq import Middleware
 from periodiq import PeriodiqMiddleware
 
+from gatehouse import job_types as jt
 from gatehouse.composition import Gatehouse, bootstrap
+from gatehouse.schedules import FANOUT_QUEUE
 from gatehouse.settings import Settings, load_settings
+from gatehouse.sweeps import SWEEPS
 from gatehouse_worker import runtime
 from gatehouse_worker.health import ConsumerLiveness
 from gatehouse_worker.middleware import BootReconciliation, CloseStores, IdlePoll
 from gatehouse_worker.modules import ModulePauses
 from gatehouse_worker.pipeline import JobRuntime, declare
-from gatehouse_worker.schedules import declare_schedules
+from gatehouse_worker.schedules import MAINTENANCE_QUEUE, declare_schedules
 
 # A tick older than this is dropped: the next one comes soon enough.
 TICK_SKIP_DELAY_S = 30
+# Queues of periodic and background work (ticks, reconciliation, sweeps, e-mail): nobody waits on
+# them within the second, so their idle consumers poll every WORKER_QUIET_POLL_MS.
+QUIET_QUEUES = frozenset(
+    {
+        FANOUT_QUEUE,
+        MAINTENANCE_QUEUE,
+        jt.NOTIFICATION_EMAIL.queue,
+        *(sweep.job_type.queue for sweep in SWEEPS.values()),
+    }
+)
 
 
 def consumer_middleware(gh: Gatehouse) -> list[Middleware]:
     return [
         CloseStores(gh),  # first, so its after_worker_shutdown runs last
-        IdlePoll(gh.settings.worker_idle_poll_ms),
+        IdlePoll(
+            gh.settings.worker_idle_poll_ms,
+            quiet_ms=gh.settings.worker_quiet_poll_ms,
+            quiet_queues=QUIET_QUEUES,
+        ),
         PeriodiqMiddleware(skip_delay=TICK_SKIP_DELAY_S),
         JobRuntime(gh),
         ModulePauses(gh),
