@@ -198,6 +198,20 @@ def test_the_events_of_one_transaction_go_as_one_job_that_retries_only_what_fail
         assert codes == ([503, 200] if d.message_id == again else [200]), (d.message_id, codes)
 
 
+def test_a_redirect_is_a_failed_attempt_and_is_never_followed(wh, processes, receivers):
+    r, elsewhere = receiver(receivers), receiver(receivers)
+    endpoint(wh, r)
+    # 307 keeps the method: a client that followed it would POST the signed body to `elsewhere`
+    r.script(Reply(307, headers={"location": elsewhere.url}), Reply(200))
+    worker(processes)
+
+    event = publish(wh)
+
+    delivered = reaches(wh, event, "delivered")
+    assert [a.status_code for a in attempts_of(wh, delivered.id)] == [307, 200]
+    assert r.ids() == [event.id, event.id] and elsewhere.received == []
+
+
 def test_seven_5xx_then_a_2xx_is_delivered_on_attempt_8_on_the_scaled_schedule(wh, processes, receivers):
     # Given a receiver that answers 5xx seven times, then 200
     codes = [500, 502, 503, 504, 500, 500, 500]

@@ -38,17 +38,17 @@ SLOT_MARGIN_MS = 30_000  # a slot outlives its request by this much, then frees 
 GONE = "the endpoint answered 410 Gone"
 log = logging.getLogger(__name__)
 
-_client: httpx.Client | None = None
-_client_lock = threading.Lock()
+_transport: httpx.HTTPTransport | None = None
+_transport_lock = threading.Lock()
 
 
-def http() -> httpx.Client:
-    """This process's one client (made after the fork, on first use)."""
-    global _client
-    with _client_lock:
-        if _client is None:
-            _client = sender.client()
-        return _client
+def http() -> httpx.HTTPTransport:
+    """This process's one connection pool (made after the fork, on first use)."""
+    global _transport
+    with _transport_lock:
+        if _transport is None:
+            _transport = sender.transport()
+        return _transport
 
 
 class DeliveryFailed(Exception):
