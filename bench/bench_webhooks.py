@@ -5,11 +5,16 @@ its own process that answers ``204`` at once (keep-alive, no body), so what the
 receiver costs is common to both:
 
 - floor: 2 processes × THREADS threads of a bare loop of ``httpx.Client.post``
-  (the client of ``gatehouse.webhooks.sender.client()``, one per process, shared
-  by its threads like a worker's), the same body (a real delivery's signed body)
-  and the same Standard Webhooks headers, to the same ENDPOINTS URLs in turn;
+  (one client per process, shared by its threads, with the workers' connection
+  limits), the same body (a real delivery's signed body) and the same Standard
+  Webhooks headers, to the same ENDPOINTS URLs in turn. The workers send through
+  httpx's transport (``gatehouse.webhooks.sender``), which skips the Client's
+  layers: the bench prints what each costs per POST on its own (``httpx``);
 - webhooks: ``gatehouse-worker --processes 2 --threads THREADS`` delivering
-  ``webhook.deliver`` jobs. ENDPOINTS endpoints (one receiver, one URL path each),
+  ``webhook.deliver`` jobs, measured twice (POOLS): as a pool of its own
+  (``--queues webhook.deliver``, the deployment the README recommends for
+  webhook volume; the target is its) and as a worker of every queue, whose 18
+  other idle consumers' polls cost it CPU (reported). ENDPOINTS endpoints (one receiver, one URL path each),
   all subscribed to ``webhook.test``; N/ENDPOINTS events published through the
   event bus (``gh.events.publish``) in one transaction, each fanned out by the
   outbox to every endpoint: N deliveries, batched per endpoint into job rows of
@@ -20,7 +25,7 @@ receiver costs is common to both:
   the per-endpoint limit is not the bottleneck (slot waits, if any, are counted
   and printed).
 
-ROUNDS rounds, alternating which side goes first, after a warm-up of each; the
+ROUNDS rounds per pool, alternating which side goes first, after a warm-up of each; the
 ratio is the median of the rounds' webhooks/floor. Where the time goes: per
 delivery, the CPU of each process group (workers, their PostgreSQL backends,
 Redis — server-wide —, the receiver, the floor's clients), PostgreSQL
@@ -62,6 +67,7 @@ from bench.support import (
 from gatehouse.composition import Gatehouse, bootstrap
 from gatehouse.events import Event, on_connection
 from gatehouse.job_types import WEBHOOK_DELIVER
+from gatehouse.settings import Settings
 from gatehouse.webhooks import signing
 
 PROCESSES, THREADS = 2, 8
@@ -70,10 +76,18 @@ MAX_PER_ENDPOINT = 4  # the default, set explicitly
 BATCH_SIZE = 50  # WEBHOOK_BATCH_SIZE's default, set explicitly
 N = 4_000  # deliveries per run: N / ENDPOINTS events, each to every endpoint
 WARMUP = 400
-ROUNDS = 4
-# WORKER_IDLE_POLL_MS of the workers: production's default, not bench_settings' 20 ms (each of a
-# worker's 14 consumers polls its idle queue that often, which costs both sides CPU).
-IDLE_POLL_MS = 100
+ROUNDS = 6
+# The workers poll their idle queues as in production (WORKER_IDLE_POLL_MS, WORKER_QUIET_POLL_MS
+# defaults), not at bench_settings' 20 ms: each poll of each idle queue costs both sides CPU.
+POLLS = {
+    name: Settings.model_fields[name].default for name in ("worker_idle_poll_ms", "worker_quiet_poll_ms")
+}
+# The pools measured: name, CLI options, target. A pool of its own for the webhooks (README,
+# "Processes") polls 2 idle queues, not 20: the target is its. A worker of every queue is reported.
+POOLS = (
+    ("webhook pool", ("--queues", WEBHOOK_DELIVER.queue), 0.5),
+    ("every queue", (), None),
+)
 EVENT_TYPE = "webhook.test"
 COUNT_PATH = "/_count"
 
@@ -133,7 +147,7 @@ def floor_main() -> None:
         config["headers"],
         config["threads"],
     )
-    client = sender.client()
+    client = httpx.Client(limits=sender.LIMITS)
 
     def loop(n: int, offset: int, failures: list[int]) -> None:
         bad = 0
@@ -412,78 +426,68 @@ def tree(pid: int) -> list[psutil.Process]:
     return []
 
 
-def main() -> list[Result]:
-    overrides = {
-        "webhook_allowed_hosts": ["127.0.0.0/8"],
-        "webhook_max_per_endpoint": MAX_PER_ENDPOINT,
-        "webhook_batch_size": BATCH_SIZE,
-    }
-    with bench_settings(**overrides) as settings, helpers(settings, "receiver", 1) as [receiver]:
-        settings = settings.model_copy(update={"worker_idle_poll_ms": IDLE_POLL_MS})
-        port = int(receiver.hear())
-        gh = bootstrap(settings)
-        bench = Bench(gh, receiver, port)
-        try:
-            with worker_processes(settings, processes=PROCESSES, threads=THREADS) as workers:
-                bench.webhooks(WARMUP, Cpu({}))  # warm-up: pools, scripts, connections of both processes
-                body, headers = bench.sample_request()
-                config = json.dumps(
-                    {"urls": bench.urls, "body": body, "headers": headers, "threads": THREADS}
-                )
-                with helpers(settings, "floor", PROCESSES) as clients:
-                    for client in clients:
-                        client.say(config)
-                    for client in clients:
-                        if client.hear() != "ready":
-                            raise RuntimeError("floor client not ready")
-                    groups = {
-                        "workers": lambda: tree(workers.popen.pid),
-                        "postgres": lambda: pg_backends(bench.db),
-                        "redis": redis_server,
-                        "receiver": lambda: [receiver.process],
-                        "floor": lambda: [c.process for c in clients],
-                        "bench": lambda: [psutil.Process()],
-                    }
-                    cpu = Cpu(groups)
-                    bench.floor(WARMUP, clients, cpu)
-                    rounds = []
-                    for i in range(ROUNDS):
-                        if i % 2 == 0:
-                            floor = bench.floor(N, clients, cpu)
-                            measured = bench.webhooks(N, cpu)
-                        else:
-                            measured = bench.webhooks(N, cpu)
-                            floor = bench.floor(N, clients, cpu)
-                        rounds.append((floor, measured))
-                        print(
-                            f"round {i + 1} ({'floor' if i % 2 == 0 else 'webhooks'} first): "
-                            f"floor {floor.rate:6.0f}/s ({floor.seconds:5.2f} s), "
-                            f"webhooks {measured.rate:6.0f} deliveries/s ({measured.seconds:5.2f} s), "
-                            f"ratio {measured.rate / floor.rate:.3f}",
-                            flush=True,
-                        )
-        finally:
-            bench.close()
-            gh.close()
+def httpx_costs(urls: list[str], body: str, headers: dict[str, str], n: int = 2_000) -> dict[str, float]:
+    """CPU µs per POST in this process, one thread: the floor's ``Client.post`` and the workers' sender."""
+    from gatehouse.webhooks import sender
 
+    client, transport = httpx.Client(limits=sender.LIMITS), sender.transport()
+    targets = [httpx.URL(u) for u in urls]
+    ways = {
+        "httpx.Client.post": lambda i: client.post(urls[i % len(urls)], content=body, headers=headers),
+        "sender.post (transport)": lambda i: sender.post(
+            transport, targets[i % len(urls)], body, headers, 15
+        ),
+    }
+    spent = dict.fromkeys(ways, 0.0)
+    try:
+        for _ in range(2):  # twice, alternating, after a warm-up of each
+            for name, way in ways.items():
+                way(0)
+                start = time.process_time()
+                for i in range(n // 2):
+                    way(i)
+                spent[name] += time.process_time() - start
+    finally:
+        client.close()
+        transport.close()
+    return {name: seconds / n * 1e6 for name, seconds in spent.items()}
+
+
+def measure(
+    bench: Bench, settings, args: tuple[str, ...], clients: list[Helper], groups: dict
+) -> list[tuple[Run, Run]]:
+    """ROUNDS rounds of floor and webhooks, alternating which goes first, on a pool started with ``args``."""
+    with worker_processes(settings, processes=PROCESSES, threads=THREADS, args=args) as workers:
+        bench.webhooks(WARMUP, Cpu({}))  # warm-up: pools, scripts, connections of both processes
+        cpu = Cpu({**groups, "workers": lambda: tree(workers.popen.pid)})
+        bench.floor(WARMUP, clients, cpu)
+        rounds = []
+        for i in range(ROUNDS):
+            if i % 2 == 0:
+                floor = bench.floor(N, clients, cpu)
+                measured = bench.webhooks(N, cpu)
+            else:
+                measured = bench.webhooks(N, cpu)
+                floor = bench.floor(N, clients, cpu)
+            rounds.append((floor, measured))
+            print(
+                f"round {i + 1} ({'floor' if i % 2 == 0 else 'webhooks'} first): "
+                f"floor {floor.rate:6.0f}/s ({floor.seconds:5.2f} s), "
+                f"webhooks {measured.rate:6.0f} deliveries/s ({measured.seconds:5.2f} s), "
+                f"ratio {measured.rate / floor.rate:.3f}",
+                flush=True,
+            )
+    return rounds
+
+
+def report(rounds: list[tuple[Run, Run]]) -> tuple[float, float]:
+    """Prints where the time went; returns the median ratio and deliveries/s."""
     ratios = sorted(m.rate / f.rate for f, m in rounds)
     extra = {k: statistics.median(m.extra[k] for _, m in rounds) for k in rounds[0][1].extra}
     print(
-        f"setup      : {N} deliveries per run = {N // ENDPOINTS} webhook.test events × {ENDPOINTS} endpoints "
-        f"(one receiver, a URL path each) in {extra['jobs']:.0f} webhook.deliver jobs, "
-        f"WEBHOOK_MAX_PER_ENDPOINT={MAX_PER_ENDPOINT} "
-        f"({ENDPOINTS * MAX_PER_ENDPOINT} slots for {PROCESSES * THREADS} threads)"
-    )
-    print(
-        f"             workers gatehouse-worker --processes {PROCESSES} --threads {THREADS} "
-        f"(WORKER_IDLE_POLL_MS={IDLE_POLL_MS}); floor "
-        f"{PROCESSES} processes × {THREADS} threads of httpx.Client.post, {len(body)}-byte body, "
-        f"{len(headers)} headers"
-    )
-    print(
         f"medians    : floor {statistics.median(f.rate for f, _ in rounds):.0f} POST/s, "
-        f"webhooks {statistics.median(m.rate for _, m in rounds):.0f} deliveries/s "
-        f"(publish+commit, untimed: {extra['publish_s']:.2f} s per run)"
+        f"webhooks {statistics.median(m.rate for _, m in rounds):.0f} deliveries/s in {extra['jobs']:.0f} "
+        f"webhook.deliver jobs (publish+commit, untimed: {extra['publish_s']:.2f} s per run)"
     )
     print(
         f"per delivery (medians): {extra['attempts']:.2f} attempts, {extra['messages']:.2f} job messages, "
@@ -517,16 +521,70 @@ def main() -> list[Result]:
         )
     idle = statistics.median(f.cpu.get("workers", 0.0) / f.seconds for f, _ in rounds)
     print(f"             the idle workers (while the floor ran) used {idle:.2f} cores, polling their queues")
-    print(
-        f"ratio webhooks/floor: {statistics.median(ratios):.3f} "
-        f"(rounds {ratios[0]:.3f}–{ratios[-1]:.3f}; target >= 0.5)"
-    )
-    return [
-        Result("bench_webhooks", "webhooks/floor deliveries/s", statistics.median(ratios), 0.5),
-        Result(
-            "bench_webhooks", "webhooks", statistics.median(m.rate for _, m in rounds), unit="deliveries/s"
-        ),
-    ]
+    ratio = statistics.median(ratios)
+    print(f"ratio webhooks/floor: {ratio:.3f} (rounds {ratios[0]:.3f}–{ratios[-1]:.3f})")
+    return ratio, statistics.median(m.rate for _, m in rounds)
+
+
+def main() -> list[Result]:
+    overrides = {
+        "webhook_allowed_hosts": ["127.0.0.0/8"],
+        "webhook_max_per_endpoint": MAX_PER_ENDPOINT,
+        "webhook_batch_size": BATCH_SIZE,
+    }
+    results: list[Result] = []
+    with bench_settings(**overrides) as settings, helpers(settings, "receiver", 1) as [receiver]:
+        settings = settings.model_copy(update=POLLS)
+        port = int(receiver.hear())
+        gh = bootstrap(settings)
+        bench = Bench(gh, receiver, port)
+        try:
+            bench.publish(ENDPOINTS)  # one event's deliveries, never sent: the floor's request
+            body, headers = bench.sample_request()
+            config = json.dumps({"urls": bench.urls, "body": body, "headers": headers, "threads": THREADS})
+            print(
+                f"setup      : {N} deliveries per run = {N // ENDPOINTS} webhook.test events × {ENDPOINTS} "
+                f"endpoints (one receiver, a URL path each), WEBHOOK_MAX_PER_ENDPOINT={MAX_PER_ENDPOINT} "
+                f"({ENDPOINTS * MAX_PER_ENDPOINT} slots for {PROCESSES * THREADS} threads), "
+                f"WEBHOOK_BATCH_SIZE={BATCH_SIZE}; workers: WORKER_IDLE_POLL_MS={POLLS['worker_idle_poll_ms']}, "
+                f"WORKER_QUIET_POLL_MS={POLLS['worker_quiet_poll_ms']}"
+            )
+            print(
+                f"             floor: {PROCESSES} processes × {THREADS} threads of httpx.Client.post, "
+                f"{len(body)}-byte body, {len(headers)} headers"
+            )
+            costs = httpx_costs(bench.urls, body, headers)
+            print(
+                "httpx      : CPU µs per POST, one thread: "
+                + ", ".join(f"{k} {v:.0f}" for k, v in costs.items())
+            )
+            with helpers(settings, "floor", PROCESSES) as clients:
+                for client in clients:
+                    client.say(config)
+                for client in clients:
+                    if client.hear() != "ready":
+                        raise RuntimeError("floor client not ready")
+                groups = {
+                    "postgres": lambda: pg_backends(bench.db),
+                    "redis": redis_server,
+                    "receiver": lambda: [receiver.process],
+                    "floor": lambda: [c.process for c in clients],
+                    "bench": lambda: [psutil.Process()],
+                }
+                for name, args, target in POOLS:
+                    print(
+                        f"--- {name}: gatehouse-worker --processes {PROCESSES} --threads {THREADS} {' '.join(args)}",
+                        flush=True,
+                    )
+                    ratio, rate = report(measure(bench, settings, args, clients, groups))
+                    results += [
+                        Result("bench_webhooks", f"webhooks/floor deliveries/s, {name}", ratio, target),
+                        Result("bench_webhooks", f"webhooks, {name}", rate, unit="deliveries/s"),
+                    ]
+        finally:
+            bench.close()
+            gh.close()
+    return results
 
 
 if __name__ == "__main__":
