@@ -16,6 +16,7 @@ from gatehouse.errors import ConfigurationError
 
 ROLES = ("all", "api", "worker")
 Role = Literal["all", "api", "worker"]
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 
 class Settings(BaseSettings):
@@ -32,7 +33,7 @@ class Settings(BaseSettings):
     # Fernet keys (comma-separated) encrypting WB tokens at rest: the first
     # encrypts, all decrypt, so a key can be rotated in.
     token_encryption_key: SecretStr | None = None
-    log_level: str = "INFO"
+    log_level: LogLevel = "INFO"
 
     # API process (gunicorn). Command-line arguments of gatehouse-api win.
     api_bind: str = "0.0.0.0:8000"
@@ -154,6 +155,11 @@ class Settings(BaseSettings):
         if isinstance(value, str) and value.strip().lower() in ROLES:
             return value.strip().lower()
         raise ValueError(f"must be one of {', '.join(ROLES)} (got {value!r})")
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level(cls, value: object) -> object:
+        return value.strip().upper() if isinstance(value, str) else value
 
     @field_validator("job_modules", "webhook_retry_schedule_ms", "webhook_allowed_hosts", mode="before")
     @classmethod

@@ -13,6 +13,7 @@ import re
 import uuid
 
 from tests.support.probe import GATED_USER_A, GATED_USER_B, RUNS_KEY
+from tests.support.probe_client import submit_probes
 from tests.support.processes import wait_until
 
 GATE_ENV = {"GATE_LEASE_MS": "2000", "GATE_HEARTBEAT_MS": "300", "GATE_POLL_DELAY_MS": "300"}
@@ -87,3 +88,27 @@ def test_parking_and_stale_deliveries_are_logged_at_debug_with_their_reason(proc
         )
     # … and still nothing of it is a warning
     assert_nothing_loud(log)
+
+
+def test_log_level_sets_the_level_of_the_consumer_processes(processes, gh):
+    one = ("--processes", "1", "--threads", "2")
+    # WARNING: the worker boots and runs jobs (alone, so these are its), and its consumer process logs
+    # nothing at INFO or DEBUG — not even dramatiq's "ready for action". Its parent, dramatiq's
+    # supervisor, set up its own logging before ours: it may say that it boots.
+    quiet = processes.start("worker-warning", "gatehouse-worker", *one, env={"LOG_LEVEL": "WARNING"})
+    ids = submit_probes(gh, 4)
+    wait_until(lambda: all(gh.jobs.get(i).state == "completed" for i in ids), timeout=30, what="the jobs")
+    log = quiet.log()
+    assert not [
+        line
+        for line in log.splitlines()
+        if re.search(r"\[(INFO|DEBUG)\]", line) and "MainProcess" not in line
+    ], log
+
+    # DEBUG: the consumer process logs its debug lines (without --verbose)
+    chatty = processes.start("worker-debug", "gatehouse-worker", *one, env={"LOG_LEVEL": "debug"})
+    wait_until(
+        lambda: re.search(r"\[dramatiq\.worker\.ConsumerThread\(\S+\)\] \[DEBUG\]", chatty.log()),
+        timeout=30,
+        what="the debug worker's consumer threads to say they run",
+    )

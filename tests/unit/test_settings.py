@@ -40,3 +40,13 @@ def test_missing_store_url_says_how_to_get_one(monkeypatch):
 def test_job_modules_is_a_comma_separated_list(monkeypatch):
     monkeypatch.setenv("JOB_MODULES", "a.b, c")
     assert load_settings().job_modules == ["a.b", "c"]
+
+
+def test_log_level_is_a_level_name_in_any_case_and_nothing_else(monkeypatch):
+    monkeypatch.setenv("LOG_LEVEL", " warning ")
+    assert load_settings().log_level == "WARNING"
+    monkeypatch.setenv("LOG_LEVEL", "LOUD")
+    with pytest.raises(
+        ConfigurationError, match=r"LOG_LEVEL: .*'DEBUG', 'INFO', 'WARNING', 'ERROR' or 'CRITICAL'"
+    ):
+        load_settings()

@@ -147,8 +147,9 @@ def scheduler() -> None:
     pendulum.set_local_timezone(pendulum.timezone("UTC"))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 
-    from gatehouse_worker.wiring import build
+    from gatehouse_worker.wiring import apply_log_level, build
 
+    apply_log_level(settings)
     gh = build(settings)
     actors = [a for a in gh.broker.actors.values() if "periodic" in a.options]
     print_periodic_actors(actors)

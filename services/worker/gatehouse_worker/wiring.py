@@ -76,5 +76,18 @@ def build(settings: Settings | None = None) -> Gatehouse:
     return gh
 
 
+def apply_log_level(settings: Settings) -> None:
+    """LOG_LEVEL for a consumer or scheduler process, whose logging was set up at INFO before this.
+
+    The dramatiq CLI sets DEBUG instead when asked with ``--verbose``: that wins.
+    """
+    root = logging.getLogger()
+    if root.level != logging.DEBUG:
+        root.setLevel(settings.log_level)
+
+
 def setup() -> None:
-    dramatiq.set_broker(build().broker)
+    """What the dramatiq CLI loads in each worker process (``SETUP``), after setting up its logging."""
+    gh = build()
+    apply_log_level(gh.settings)
+    dramatiq.set_broker(gh.broker)
