@@ -29,7 +29,7 @@ from gatehouse.crypto import TokenCipher
 from gatehouse.db import Statements, make_engine
 from gatehouse.db import pool as statements_pool
 from gatehouse.dispatch import Dispatcher
-from gatehouse.events import EventBus
+from gatehouse.events import EventBus, on_cursor
 from gatehouse.gate import RedisGate, owner
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Accepted, Delivery, JobRecord, JobStore
@@ -108,15 +108,28 @@ class Gatehouse:
         """An operator's cancel: a waiting or delayed job ends failed (``cancelled``), audited.
 
         Its message, if any, is stale from then on (the claim takes only waiting|delayed rows). A
-        job parked on its account's gate leaves the line, so a release no longer wakes it. Raises
-        NotFound, or Conflict JOB_ACTIVE / JOB_FINISHED (gatehouse.jobs).
+        job of a type that emits raises its failed event (``wb.job.failed``) in the same
+        transaction, as a failed run does. A job parked on its account's gate leaves the line, so
+        a release no longer wakes it. Raises NotFound, or Conflict JOB_ACTIVE / JOB_FINISHED
+        (gatehouse.jobs).
         """
+        sent: list[Delivery] = []
+
+        def raise_event(cur: Any, job: JobRecord) -> None:
+            job_type = jt.REGISTRY.get(job.type)
+            if job_type is not None and job_type.emits:
+                event = jt.outcome_event(job_type, job, "failed", error=job.error)
+                sent[:] = self.events.publish(on_cursor(cur), event)
+
         cancelled = self.jobs.cancel(
             job_id,
             actor=actor,
             error={"code": P.CANCELLED, "message": f"cancelled by an operator ({actor})"},
             progress=P.stored(P.FAILED, reason=P.CANCELLED),
+            also=raise_event,
         )
+        for delivery in sent:
+            self.enqueue(delivery)
         if cancelled.account_id is not None:
             try:
                 self.gate.forget(str(cancelled.account_id), owner(cancelled.queue, cancelled.id))

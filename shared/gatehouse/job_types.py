@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gatehouse.events import Event
 from gatehouse.gate.vocabulary import USER_GATE, GateSpec, Tier
 
 
@@ -89,6 +90,24 @@ def register(job_type: JobType) -> JobType:
     if existing != job_type:
         raise ValueError(f"job type {job_type.name!r} is already registered differently")
     return job_type
+
+
+def outcome_event(
+    job_type: JobType, job: Any, state: str, *, result: Any = None, error: dict[str, Any] | None = None
+) -> Event:
+    """What a finished job of a type that ``emits`` raises: ``<emits>.failed`` for a failed (or
+    cancelled) one, ``<emits>.completed`` otherwise (skipped too), e.g. ``wb.job.failed``."""
+    return Event(
+        f"{job_type.emits}.{'failed' if state == 'failed' else 'completed'}",
+        {
+            "jobId": str(job.id),
+            "type": job.type,
+            "accountId": str(job.account_id) if job.account_id else None,
+            "state": state,
+            "result": result,
+            "error": error,
+        },
+    )
 
 
 MINUTE = 60_000

@@ -519,18 +519,30 @@ class JobStore:
         raise RuntimeError(f"could not retry job {job_id} nor find the live job of its kind")
 
     def cancel(
-        self, job_id: uuid.UUID, *, actor: str, error: dict[str, Any], progress: dict[str, Any]
+        self,
+        job_id: uuid.UUID,
+        *,
+        actor: str,
+        error: dict[str, Any],
+        progress: dict[str, Any],
+        also: Callable[[Cursor, JobRecord], Any] | None = None,
     ) -> JobRecord:
         """A waiting or delayed job ends failed with ``error``; its message, if any, is then stale.
 
-        Raises NotFound, or Conflict: JOB_ACTIVE (a worker runs it), JOB_FINISHED.
+        ``also`` writes what the cancel causes (its outcome event's outbox rows) in the same
+        transaction, as ``finish``'s does. Raises NotFound, or Conflict: JOB_ACTIVE (a worker runs
+        it), JOB_FINISHED.
         """
         params = dict(ids=[job_id], actor=actor, error=Jsonb(error), progress=Jsonb(progress))
         # A row not waiting when the update ran may be by the time it is read (a requeue): again.
         for _ in range(5):
-            row = self._sql.one(SQL_CANCEL_AUDITED, params, JobRecord)
-            if row is not None:
-                return row
+            with self._sql.cursor(JobRecord) as cur, cur.connection.transaction():
+                row = cur.execute(SQL_CANCEL_AUDITED, params).fetchone()
+                if row is not None:
+                    if also is not None:
+                        with cur.connection.cursor(row_factory=namedtuple_row) as side:
+                            also(side, row)
+                    return row
             job = self._existing(job_id)
             if job.state == "active":
                 raise Conflict(

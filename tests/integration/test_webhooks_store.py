@@ -24,11 +24,11 @@ from gatehouse.catalog.bulk import Selection
 from gatehouse.composition import Gatehouse, bootstrap
 from gatehouse.errors import Conflict, NotFound
 from gatehouse.events import Event, on_connection, on_cursor
-from gatehouse.job_types import IMPORT_USER_FEEDS, WEBHOOK_DELIVER
+from gatehouse.job_types import IMPORT_USER_FEEDS, WEBHOOK_DELIVER, outcome_event
 from gatehouse.models import Account
 from gatehouse.webhooks import signing
 from gatehouse.webhooks.store import Answer, Attempt, Run
-from gatehouse_worker.pipeline import outcome_event
+from gatehouse_worker.pipeline import FINISHED
 from tests.support.processes import wait_until
 
 LOOPBACK = ["127.0.0.0/8", "::1"]
@@ -370,6 +370,11 @@ def wb_job(wh: Gatehouse):
     return job
 
 
+def event_of(job, t: rd.Transition) -> Event:
+    """The outcome event the pipeline raises for this transition of an IMPORT_USER_FEEDS job."""
+    return outcome_event(IMPORT_USER_FEEDS, job, FINISHED[t.kind], result=t.result, error=t.error)
+
+
 class Outcome:
     """The pipeline's outcome write (JobRuntime._apply): the row, and its event's outbox rows
     on a cursor of the same transaction (``also``)."""
@@ -382,7 +387,7 @@ class Outcome:
     def finish(self, claim, t: rd.Transition) -> bool:
         def also(cur) -> None:
             self.calls += 1
-            self.sent = self.wh.events.publish(on_cursor(cur), outcome_event(IMPORT_USER_FEEDS, claim.job, t))
+            self.sent = self.wh.events.publish(on_cursor(cur), event_of(claim.job, t))
 
         return self.wh.jobs.finish(
             claim,
@@ -424,6 +429,25 @@ def test_a_job_outcome_writes_its_wb_job_event_in_the_outcome_transaction(wh, db
     assert len(out.sent) == 2 and wh.jobs.get(bad.id).state == "failed"
 
 
+def test_a_cancelled_wb_job_raises_wb_job_failed_in_the_cancel_transaction(wh, db):
+    failures = endpoint(wh, event_types=["wb.job.failed"])
+    job = wb_job(wh)
+
+    cancelled = wh.cancel(job.id, actor="admin")
+
+    [failed] = deliveries(db, event_type="wb.job.failed")
+    assert failed.endpoint_id == failures and cancelled.state == "failed"
+    data = assert_shape(failed.payload, "wb.job.failed")
+    assert (data["jobId"], data["state"], data["error"]["code"]) == (str(job.id), "failed", "cancelled")
+    # its delivery job was sent after the commit
+    assert wh.dispatcher.queued_job_ids({"webhook.deliver"}) == {str(failed.job_id)}
+
+    # A cancel that is refused raises nothing more
+    with pytest.raises(Conflict):
+        wh.cancel(job.id, actor="admin")
+    assert len(deliveries(db)) == 1
+
+
 def ok_account(wh: Gatehouse, job_id: uuid.UUID) -> uuid.UUID:
     return wh.jobs.get(job_id).account_id
 
@@ -453,7 +477,7 @@ def test_an_outbox_write_that_fails_undoes_the_outcome(wh, db):
     t = rd.Transition("complete", P.COMPLETED, result={})
 
     def broken(cur) -> None:
-        wh.events.publish(on_cursor(cur), outcome_event(IMPORT_USER_FEEDS, claim.job, t))
+        wh.events.publish(on_cursor(cur), event_of(claim.job, t))
         raise RuntimeError("the outbox broke")
 
     with pytest.raises(RuntimeError, match="the outbox broke"):

@@ -42,9 +42,9 @@ from gatehouse import progress as P
 from gatehouse import run_decision as rd
 from gatehouse.composition import Gatehouse
 from gatehouse.errors import JobPaused, PermanentJobError, RetryLater
-from gatehouse.events import Event, on_cursor
+from gatehouse.events import on_cursor
 from gatehouse.gate import job_of, owner, released_key
-from gatehouse.job_types import JobType
+from gatehouse.job_types import JobType, outcome_event
 from gatehouse.jobs import Claim, Delivery, datetime_to_ms
 from gatehouse.modules import module_of_queue
 from gatehouse.wb import pauses
@@ -60,7 +60,7 @@ DB_DOWN = (OperationalError, PoolTimeout)
 CLAIM_RETRY_MS = 5_000
 # A message of a module that is off comes back after this long (its consumer is paused by then).
 MODULE_OFF_RETRY_MS = 1_000
-FINISHED = {"complete": "completed", "skip": "skipped", "fail": "failed"}  # metric labels
+FINISHED = {"complete": "completed", "skip": "skipped", "fail": "failed"}  # metric labels, event states
 WAKE_TRIES = 5  # stale waiters (finished, or not parked any more) skipped per release
 
 
@@ -253,7 +253,8 @@ class JobRuntime(Middleware):
 
             def raise_events(cur: Any) -> None:
                 # The outcome's event, in the outcome's transaction (a retried write starts afresh).
-                sent[:] = self.gh.events.publish(on_cursor(cur), outcome_event(job_type, job, t))
+                event = outcome_event(job_type, job, FINISHED[t.kind], result=t.result, error=t.error)
+                sent[:] = self.gh.events.publish(on_cursor(cur), event)
 
             self._write(
                 lambda: self.gh.jobs.finish(
@@ -384,22 +385,6 @@ class JobRuntime(Middleware):
             self.gh.dispatcher.send(delivery)
         except RedisError as exc:
             log.warning("job %s rescheduled but not enqueued (%s); reconciliation will", delivery.job_id, exc)
-
-
-def outcome_event(job_type: JobType, job: Any, t: rd.Transition) -> Event:
-    """``<emits>.completed`` (skipped ones too) or ``<emits>.failed``: e.g. ``wb.job.completed``."""
-    state = {"complete": "completed", "skip": "skipped", "fail": "failed"}[t.kind]
-    return Event(
-        f"{job_type.emits}.{'failed' if t.kind == 'fail' else 'completed'}",
-        {
-            "jobId": str(job.id),
-            "type": job.type,
-            "accountId": str(job.account_id) if job.account_id else None,
-            "state": state,
-            "result": t.result,
-            "error": t.error,
-        },
-    )
 
 
 def declare(broker: Broker, runtime: JobRuntime, job_type: JobType, body: Body) -> Actor:
