@@ -14,8 +14,8 @@ receiver costs is common to both:
   ``webhook.deliver`` jobs, measured twice (POOLS): as a pool of its own
   (``--queues webhook.deliver``, the deployment the README recommends for
   webhook volume; the target is its) and as a worker of every queue, whose 18
-  other idle consumers' polls cost it CPU (reported). ENDPOINTS endpoints (one receiver, one URL path each),
-  all subscribed to ``webhook.test``; N/ENDPOINTS events published through the
+  other idle consumers' polls cost it CPU (reported). ENDPOINTS endpoints (one
+  receiver, one URL path each), all subscribed to ``webhook.test``; N/ENDPOINTS events published through the
   event bus (``gh.events.publish``) in one transaction, each fanned out by the
   outbox to every endpoint: N deliveries, batched per endpoint into job rows of
   WEBHOOK_BATCH_SIZE (the default, 50) deliveries each, committed before the
@@ -68,7 +68,7 @@ from gatehouse.composition import Gatehouse, bootstrap
 from gatehouse.events import Event, on_connection
 from gatehouse.job_types import WEBHOOK_DELIVER
 from gatehouse.settings import Settings
-from gatehouse.webhooks import signing
+from gatehouse.webhooks import sender, signing
 
 PROCESSES, THREADS = 2, 8
 ENDPOINTS = 8
@@ -138,8 +138,6 @@ def receiver_main() -> None:
 
 def floor_main() -> None:
     """stdin: a JSON config line, then ``run <n>`` lines; stdout: ``ready``, then one JSON line per run."""
-    from gatehouse.webhooks import sender
-
     config = json.loads(sys.stdin.readline())
     urls, body, headers, threads = (
         config["urls"],
@@ -428,8 +426,6 @@ def tree(pid: int) -> list[psutil.Process]:
 
 def httpx_costs(urls: list[str], body: str, headers: dict[str, str], n: int = 2_000) -> dict[str, float]:
     """CPU µs per POST in this process, one thread: the floor's ``Client.post`` and the workers' sender."""
-    from gatehouse.webhooks import sender
-
     client, transport = httpx.Client(limits=sender.LIMITS), sender.transport()
     targets = [httpx.URL(u) for u in urls]
     ways = {
