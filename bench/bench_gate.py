@@ -37,7 +37,7 @@ from redis import Redis
 
 from bench.gate_jobs import CONTENDED, GATED, HOLDER, JOB_S, JOBS_PER_ACCOUNT, UNGATED, WAITER, mark_key
 from bench.support import Result, bench_settings, percentile, running_worker, send_pipelined, worker_processes
-from gatehouse.composition import Gatehouse, bootstrap
+from gatehouse.composition import Components, bootstrap
 from gatehouse.job_types import JobType
 
 PROCESSES, THREADS = 2, 4
@@ -54,7 +54,7 @@ LIVE_LEFT = "SELECT EXISTS (SELECT 1 FROM jobs WHERE state IN ('waiting', 'activ
 class Rows:
     """The benchmark's own connection to the jobs table (autocommit: each read sees the latest rows)."""
 
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.conn = psycopg.connect(gh.settings.libpq_url, autocommit=True)
 
     def accounts(self, n: int) -> list[uuid.UUID]:
@@ -94,7 +94,7 @@ class Rows:
         self.conn.close()
 
 
-def throughput(gh: Gatehouse, rows: Rows, job_type: JobType, ids: list[uuid.UUID]) -> tuple[float, float]:
+def throughput(gh: Components, rows: Rows, job_type: JobType, ids: list[uuid.UUID]) -> tuple[float, float]:
     """Consumer throughput of running workers: rows first (untimed), then every message at once.
 
     Returns (jobs/s from the first send to the last finished_at, seconds the sends took).
@@ -119,7 +119,7 @@ def throughput(gh: Gatehouse, rows: Rows, job_type: JobType, ids: list[uuid.UUID
     return len(ids) / (rows.last_finished() - start), sent
 
 
-def wait_marks(gh: Gatehouse, what: str, ids: list[uuid.UUID], timeout_s: float = 10) -> list[float]:
+def wait_marks(gh: Components, what: str, ids: list[uuid.UUID], timeout_s: float = 10) -> list[float]:
     deadline = time.monotonic() + timeout_s
     while True:
         values = gh.redis.mget([mark_key(what, a) for a in ids])
@@ -132,7 +132,7 @@ def wait_marks(gh: Gatehouse, what: str, ids: list[uuid.UUID], timeout_s: float 
         time.sleep(0.005)
 
 
-def handoffs(gh: Gatehouse, rows: Rows) -> tuple[list[tuple[float, float, float]], int]:
+def handoffs(gh: Components, rows: Rows) -> tuple[list[tuple[float, float, float]], int]:
     """Per hand-off: (body end → holder finished_at, → waiter started_at, → waiter body start), seconds.
 
     Also returns how many waiters were left out: those that found the gate already free (never
@@ -147,10 +147,10 @@ def handoffs(gh: Gatehouse, rows: Rows) -> tuple[list[tuple[float, float, float]
         rows.reset()
         batch = rows.accounts(HANDOFF_BATCH)
         for account_id in batch:
-            gh.submit(HOLDER, account_id=account_id)
+            gh.job_handlers.submit(HOLDER, account_id=account_id)
         wait_marks(gh, "holding", batch)  # the holders have the gates
         for account_id in batch:
-            gh.submit(WAITER, account_id=account_id)
+            gh.job_handlers.submit(WAITER, account_id=account_id)
         rows.wait_settled(timeout_s=2 * gh.settings.gate_poll_delay_ms / 1000 + 30)
         released, running = wait_marks(gh, "released", batch), wait_marks(gh, "running", batch)
         holders, waiters = rows.times(HOLDER), rows.times(WAITER)
@@ -163,13 +163,13 @@ def handoffs(gh: Gatehouse, rows: Rows) -> tuple[list[tuple[float, float, float]
     return samples[:HANDOFFS], unparked
 
 
-def gated_makespan(gh: Gatehouse, rows: Rows) -> float:
+def gated_makespan(gh: Components, rows: Rows) -> float:
     rows.reset()
     ids = rows.accounts(CONTENDED_ACCOUNTS)
     start = time.time()
     for job_type in CONTENDED:
         for account_id in ids:
-            gh.submit(job_type, account_id=account_id)
+            gh.job_handlers.submit(job_type, account_id=account_id)
     rows.wait_settled()
     return rows.last_finished() - start
 

@@ -10,7 +10,7 @@ several rounds:
   RETURNING before the enqueue, the consumer's claim UPDATE and completion
   UPDATE; its broker consumes the same queues as Gatehouse's (an idle queue
   costs a poll), without middleware;
-- gatehouse: ``Gatehouse.submit`` and the job pipeline (claim, lease keeper,
+- gatehouse: ``JobHandlers.submit`` and the job pipeline (claim, lease keeper,
   decision, fenced completion), on the ungated path.
 
 ``gatehouse/floor`` is what Gatehouse's own code costs on top of the SQL;
@@ -114,7 +114,7 @@ def gatehouse_jobs(gh) -> float:
     with running_worker(gh.broker), psycopg.connect(gh.settings.libpq_url, autocommit=True) as conn:
         start = time.perf_counter()
         for _ in range(N):
-            gh.submit(NOOP, account_id=None)
+            gh.job_handlers.submit(NOOP, account_id=None)
         while conn.execute(LIVE_LEFT).fetchone()[0]:
             time.sleep(0.01)
         return N / (time.perf_counter() - start)

@@ -39,9 +39,9 @@ def run(settings, sandbox) -> dict[str, float]:
     with running_worker(gh.broker, threads=8):
         period = {"dateFrom": "2026-09-01", "dateTo": "2026-11-29"}
         for account in accounts:
-            gh.submit(jt.IMPORT_USER_FEEDS, account_id=account, payload=period)
-            gh.submit(jt.IMPORT_USER_REPORT, account_id=account, payload=period)
-            gh.submit(jt.AUTOBIDDER_SYNC_USER, account_id=account)
+            gh.job_handlers.submit(jt.IMPORT_USER_FEEDS, account_id=account, payload=period)
+            gh.job_handlers.submit(jt.IMPORT_USER_REPORT, account_id=account, payload=period)
+            gh.job_handlers.submit(jt.AUTOBIDDER_SYNC_USER, account_id=account)
         for schedule in schedules({}).values():
             if schedule.per_account:  # the WB syncs (not the sweeps)
                 fan_out(gh, schedule)

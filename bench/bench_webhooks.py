@@ -64,7 +64,7 @@ from bench.support import (
     send_pipelined,
     worker_processes,
 )
-from gatehouse.composition import Gatehouse, bootstrap
+from gatehouse.composition import Components, bootstrap
 from gatehouse.events import Event, on_connection
 from gatehouse.job_types import WEBHOOK_DELIVER
 from gatehouse.settings import Settings
@@ -246,7 +246,7 @@ class Run:
 
 
 class Bench:
-    def __init__(self, gh: Gatehouse, receiver: Helper, port: int) -> None:
+    def __init__(self, gh: Components, receiver: Helper, port: int) -> None:
         self.gh = gh
         self.receiver = receiver
         self.db = psycopg.connect(gh.settings.libpq_url, autocommit=True)

@@ -23,7 +23,7 @@ import pytest
 import redis
 from sqlalchemy import text
 
-from gatehouse.composition import Gatehouse, bootstrap
+from gatehouse.composition import Components, bootstrap
 from gatehouse.db import make_engine
 from gatehouse.migrate import upgrade
 from gatehouse.settings import Settings, load_settings
@@ -142,7 +142,7 @@ def settings(database_url: str, redis_url: str) -> Settings:
 
 
 @pytest.fixture
-def gh(settings: Settings, clean: None) -> Iterator[Gatehouse]:
+def gh(settings: Settings, clean: None) -> Iterator[Components]:
     """The producer-side composition, in this process."""
     gatehouse = bootstrap(settings)
     yield gatehouse
@@ -150,7 +150,7 @@ def gh(settings: Settings, clean: None) -> Iterator[Gatehouse]:
 
 
 @pytest.fixture
-def sql(gh: Gatehouse):
+def sql(gh: Components):
     """Run a SQL statement on the test database; returns the rows."""
 
     def run(statement: str, **params: object) -> list:

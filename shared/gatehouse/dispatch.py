@@ -1,8 +1,8 @@
-"""Putting job deliveries on the Dramatiq queue, by actor name and queue.
+"""Putting job messages on the Dramatiq queues, by actor name and queue: the one writer of the broker.
 
 Producers use this without importing any worker code: a message names its
-actor and queue, carries the job id as its only argument (and as its message
-id) and the row's ``delivery`` number as an option.
+actor and queue, carries the job id and the row's message number as the
+actor's two arguments, and the job id as its message id.
 """
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ from collections.abc import Iterable
 from dramatiq import Broker, Message
 from dramatiq.common import current_millis, dq_name
 
-from gatehouse.jobs import Delivery
+from gatehouse.jobs import JobMessage
 
 
-def message_for(d: Delivery) -> Message:
+def message_for(m: JobMessage) -> Message:
     return Message(
-        queue_name=d.queue,
-        actor_name=d.actor,
-        args=(str(d.job_id),),
+        queue_name=m.queue,
+        actor_name=m.actor,
+        args=(str(m.job_id), m.number),
         kwargs={},
-        options={"delivery": d.delivery},
-        message_id=str(d.job_id),
+        options={},
+        message_id=str(m.job_id),
     )
 
 
@@ -31,13 +31,13 @@ class Dispatcher:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
 
-    def send(self, d: Delivery) -> Message:
-        """Enqueue a delivery; one with a future eta goes on the delay queue."""
+    def send(self, m: JobMessage) -> Message:
+        """Enqueue a job's message; one with a future eta goes on the delay queue."""
         delay = None
-        if d.eta_ms is not None:
-            remaining = d.eta_ms - current_millis()
+        if m.eta_ms is not None:
+            remaining = m.eta_ms - current_millis()
             delay = remaining if remaining > 0 else None
-        return self.broker.enqueue(message_for(d), delay=delay)
+        return self.broker.enqueue(message_for(m), delay=delay)
 
     def tick(self, queue: str, actor: str) -> Message:
         """Enqueue a periodic actor's message now (an admin's "run now"): no scheduled_at, so never stale."""

@@ -85,6 +85,20 @@ class JobType:
 REGISTRY: dict[str, JobType] = {}
 
 
+class Policies:
+    """The retry policy of each job type as this deployment runs it (some are settings)."""
+
+    def __init__(self, settings: Any) -> None:
+        self._settings = settings
+        self._resolved: dict[str, RetryPolicy] = {}
+
+    def of(self, job_type: JobType) -> RetryPolicy:
+        policy = self._resolved.get(job_type.name)
+        if policy is None:
+            policy = self._resolved[job_type.name] = job_type.policy(self._settings)
+        return policy
+
+
 def register(job_type: JobType) -> JobType:
     existing = REGISTRY.setdefault(job_type.name, job_type)
     if existing != job_type:

@@ -15,31 +15,36 @@ The conditions are the concurrency story:
   operator's cancel: waiting|delayed → failed, the row never claimed again.
   Each writes its audit row in the same statement.
 
-This is the hot path of every job, so it is plain SQL on ``gatehouse.db.Statements``
-(autocommit psycopg: each statement one round trip, prepared by the server after its
-first uses), and rows come back as ``JobRecord`` dataclasses without a model layer. The
-table itself is declared once, in ``gatehouse.models`` (migrations and the tests check
-they agree).
+This is the only writer of the ``jobs`` table. Every write takes the caller's unit
+of work (``tx``, gatehouse.uow) and records there the message of each job it puts in
+line (created, rescheduled, retried, woken, requeued), which the unit of work sends
+after the commit. In an autocommit unit of work each statement is one round trip on
+``gatehouse.db.Statements`` (plain psycopg, prepared by the server after its first
+uses): the hot path of every job. Rows come back as ``JobRecord`` dataclasses without
+a model layer. The table itself is declared once, in ``gatehouse.models`` (migrations
+and the tests check they agree).
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from psycopg import Cursor
 from psycopg.errors import UniqueViolation
-from psycopg.rows import namedtuple_row
 from psycopg.types.json import Jsonb
 
 from gatehouse import progress as P
 from gatehouse.db import Statements
 from gatehouse.errors import Conflict, NotFound
+from gatehouse.job_types import JobType, Policies
 from gatehouse.paging import newest_first
+
+if TYPE_CHECKING:
+    from gatehouse.uow import Tx
 
 T = TypeVar("T")
 
@@ -123,13 +128,14 @@ ACCEPTED_COLUMNS = ", ".join(f.name for f in fields(Accepted))
 
 
 @dataclass(frozen=True)
-class Delivery:
-    """What a message needs to (re)deliver a job: the row id and its delivery number."""
+class JobMessage:
+    """A job's message on its queue: the row id and the row's ``delivery`` number (only the message
+    that carries the row's current number can claim it), and when it is due."""
 
     job_id: uuid.UUID
     queue: str
     actor: str
-    delivery: int
+    number: int
     eta_ms: int | None = None
 
 
@@ -150,8 +156,8 @@ class Claim:
         return (self.job.id, self.claims)
 
 
-def _delivery(row: Any, eta_ms: int | None = None) -> Delivery:
-    return Delivery(row.id, row.queue, row.type, row.delivery, eta_ms)
+def message_of(row: Any, eta_ms: int | None = None) -> JobMessage:
+    return JobMessage(row.id, row.queue, row.type, row.delivery, eta_ms)
 
 
 @dataclass(frozen=True)
@@ -283,55 +289,97 @@ WHERE state IN ('waiting', 'delayed') AND updated_at < now() - %(grace_ms)s * in
 ORDER BY created_at"""
 
 
-class JobStore:
-    """The job rows, one statement each on ``Statements`` (gatehouse.db)."""
+# Many jobs of one type in one statement (a webhook outbox's batches), in the order given; with a
+# delay they start delayed until it has passed, so the status and reconciliation know them as any
+# delayed job.
+SQL_CREATE_MANY = """
+INSERT INTO jobs (id, type, queue, tier, max_attempts, payload, state, resume_at)
+SELECT j.id, %(type)s, %(queue)s, %(tier)s, %(max_attempts)s, j.payload,
+  CASE WHEN %(delay_ms)s > 0 THEN 'delayed' ELSE 'waiting' END,
+  CASE WHEN %(delay_ms)s > 0 THEN now() + %(delay_ms)s * interval '1 millisecond' END
+FROM ROWS FROM (unnest(%(ids)s::uuid[]), jsonb_array_elements(%(payloads)s)) WITH ORDINALITY AS j(id, payload, n)
+ORDER BY j.n
+RETURNING id, queue, type, delivery, resume_at"""
 
-    def __init__(self, statements: Statements) -> None:
+
+class JobStore:
+    """The job rows: one statement each, in the caller's unit of work (gatehouse.uow)."""
+
+    def __init__(self, statements: Statements, policies: Policies) -> None:
         self._sql = statements
+        self._policies = policies
 
     # -- producer side -------------------------------------------------------------
 
     def create(
         self,
+        tx: Tx,
+        job_type: JobType,
         *,
-        type: str,
-        queue: str,
-        tier: str,
-        account_id: uuid.UUID | None,
-        max_attempts: int,
+        account_id: uuid.UUID | None = None,
         payload: dict[str, Any] | None = None,
+        job_id: uuid.UUID | None = None,
     ) -> tuple[Accepted, bool]:
         """Insert a waiting job, or return the live job of (account, type).
 
         Returns ``(job, created)``; ``created`` is False when another live job
-        of the same account and type already exists (alreadyRunning). A
-        scheduled job without an account is a system job (a sweep): there is one
-        live job per type, whoever asks.
+        of the same account and type already exists (alreadyRunning), and then
+        nothing is sent. A scheduled job without an account is a system job (a
+        sweep): there is one live job per type, whoever asks.
         """
         params = dict(
-            id=uuid.uuid4(),
-            type=type,
-            queue=queue,
-            tier=tier,
+            id=job_id or uuid.uuid4(),
+            type=job_type.name,
+            queue=job_type.queue,
+            tier=job_type.tier,
             account_id=account_id,
-            max_attempts=max_attempts,
+            max_attempts=self._policies.of(job_type).attempts,
             payload=Jsonb(payload or {}),
         )
-        system = account_id is None and tier == "scheduled"
+        system = account_id is None and job_type.tier == "scheduled"
         create, live = (SQL_CREATE_SYSTEM, SQL_LIVE_SYSTEM) if system else (SQL_CREATE, SQL_LIVE)
         # The live job can finish between the conflicting insert and the read;
         # then the next insert succeeds.
         for _ in range(5):
-            row = self._sql.one(create, params, Accepted)
+            row = tx.one(create, params, Accepted)
             if row is not None:
+                tx.record(message_of(row))
                 return row, True
-            row = self._sql.one(live, params, Accepted)
+            row = tx.one(live, params, Accepted)
             if row is not None:
                 return row, False
-        raise RuntimeError(f"could not create or find a live {type} job for account {account_id}")
+        raise RuntimeError(f"could not create or find a live {job_type.name} job for account {account_id}")
+
+    def create_many(
+        self, tx: Tx, job_type: JobType, jobs: Sequence[tuple[uuid.UUID, dict[str, Any]]], *, delay_ms: int = 0
+    ) -> None:
+        """Jobs without an account, ``(id, payload)`` each, in one statement; due after ``delay_ms``."""
+        if not jobs:
+            return
+        rows = tx.all(
+            SQL_CREATE_MANY,
+            {
+                "type": job_type.name,
+                "queue": job_type.queue,
+                "tier": job_type.tier,
+                "max_attempts": self._policies.of(job_type).attempts,
+                "delay_ms": delay_ms,
+                "ids": [job_id for job_id, _ in jobs],
+                "payloads": Jsonb([payload for _, payload in jobs]),
+            },
+            _Moved,
+        )
+        eta_ms = datetime_to_ms(utcnow()) + delay_ms if delay_ms > 0 else None
+        tx.record(*(message_of(row, eta_ms) for row in rows))
 
     def get(self, job_id: uuid.UUID) -> JobRecord | None:
         return self._sql.one(SQL_GET, {"id": job_id}, JobRecord)
+
+    def require(self, job_id: uuid.UUID) -> JobRecord:
+        job = self.get(job_id)
+        if job is None:
+            raise NotFound(f"job {job_id} not found")
+        return job
 
     def list_jobs(
         self,
@@ -375,26 +423,23 @@ class JobStore:
         )
         return self._sql.all(sql, params, JobRecord)
 
-    def delivery_of(self, job: Accepted | JobRecord) -> Delivery:
-        return _delivery(job)
-
     # -- consumer side -------------------------------------------------------------
 
     def claim(
         self,
         job_id: uuid.UUID,
-        delivery: int,
+        number: int,
         lease_ms: int,
         *,
         worker: str | None = None,
         start: bool = False,
     ) -> Claim | None:
-        """Take the row for this delivery, or None when the message is stale.
+        """Take the row for the message numbered ``number``, or None when the message is stale.
 
         With ``start`` the claim also records the start (phase running): a job
         without admission (no gate) is claimed and running in one statement.
         """
-        params = dict(id=job_id, delivery=delivery, lease_ms=lease_ms, worker=worker)
+        params = dict(id=job_id, delivery=number, lease_ms=lease_ms, worker=worker)
         row = self._sql.one(SQL_CLAIM_AND_START if start else SQL_CLAIM, params, RunRecord)
         return Claim(row, row.claims) if row else None
 
@@ -411,19 +456,15 @@ class JobStore:
 
     def finish(
         self,
+        tx: Tx,
         claim: Claim,
         *,
         state: str,
         progress: dict[str, Any],
         result: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
-        also: Callable[[Cursor], Any] | None = None,
     ) -> bool:
-        """Active → completed or failed; False if the run had lost the row.
-
-        ``also`` writes what the outcome causes (its domain events' outbox rows) on a
-        cursor of the same transaction; it runs only when the outcome was written.
-        """
+        """Active → completed or failed; False if the run had lost the row (then write nothing more in ``tx``)."""
         params = dict(
             id=claim.job_id,
             claims=claim.claims,
@@ -432,38 +473,37 @@ class JobStore:
             result=_json(result),
             error=_json(error),
         )
-        if also is None:
-            return self._sql.one(SQL_FINISH, params, _Id) is not None
-        with self._sql.cursor(_Id) as cur, cur.connection.transaction():
-            if cur.execute(SQL_FINISH, params).fetchone() is None:
-                return False
-            with cur.connection.cursor(row_factory=namedtuple_row) as side:
-                also(side)
-            return True
+        return tx.one(SQL_FINISH, params, _Id) is not None
 
     def reschedule(
         self,
+        tx: Tx,
         claim: Claim,
         *,
         eta_ms: int,
         progress: dict[str, Any],
         consume_attempt: bool,
         error: dict[str, Any] | None = None,
-    ) -> Delivery | None:
-        """Active → delayed until ``eta_ms`` under a new delivery number.
+    ) -> bool:
+        """Active → delayed until ``eta_ms`` under a new message; False if the run had lost the row.
 
         A retry consumes an attempt; waiting for the gate or a WB pause does not.
         """
-        row = self._fenced(
+        row = tx.one(
             SQL_RESCHEDULE,
-            claim,
+            {
+                "id": claim.job_id,
+                "claims": claim.claims,
+                "attempts_used": int(consume_attempt),
+                "resume_at": ms_to_datetime(eta_ms),
+                "progress": Jsonb(progress),
+                "error": _json(error),
+            },
             _Moved,
-            attempts_used=int(consume_attempt),
-            resume_at=ms_to_datetime(eta_ms),
-            progress=Jsonb(progress),
-            error=_json(error),
         )
-        return _delivery(row, eta_ms) if row else None
+        if row is not None:
+            tx.record(message_of(row, eta_ms))
+        return row is not None
 
     def renew(self, claims: Iterable[Claim], lease_ms: int) -> set[tuple[uuid.UUID, int]]:
         """Extend the leases of running jobs in one statement; returns the runs that lost theirs."""
@@ -474,28 +514,32 @@ class JobStore:
         kept = {(r.id, r.claims) for r in self._sql.all(SQL_RENEW, params, _Held)}
         return {c.key for c in claims} - kept
 
-    def wake(self, job_id: uuid.UUID, *, phase: str) -> Delivery | None:
-        """Make a job delayed in ``phase`` due now under a new delivery (its old copy goes stale)."""
-        row = self._sql.one(SQL_WAKE, {"id": job_id, "phase": phase, "now": utcnow().isoformat()}, _Moved)
-        return _delivery(row) if row else None
+    def wake(self, tx: Tx, job_id: uuid.UUID, *, phase: str) -> bool:
+        """Make a job delayed in ``phase`` due now under a new message (its old copy goes stale);
+        False if it is not (or no longer) delayed in that phase."""
+        row = tx.one(SQL_WAKE, {"id": job_id, "phase": phase, "now": utcnow().isoformat()}, _Moved)
+        if row is not None:
+            tx.record(message_of(row))
+        return row is not None
 
     # -- operator side ---------------------------------------------------------------
 
-    def retry(self, job_id: uuid.UUID, *, actor: str, max_attempts: int | None = None) -> JobRecord:
-        """A failed job back in line with fresh attempts (``max_attempts``: its policy's, else kept).
+    def retry(self, tx: Tx, job_id: uuid.UUID, *, actor: str, job_type: JobType | None) -> JobRecord:
+        """A failed job back in line with fresh attempts (its type's policy's, else as many as before).
 
-        Returns the row as moved (the caller sends its delivery). Raises NotFound, or Conflict:
-        JOB_NOT_FAILED, or JOB_ALREADY_LIVE naming the live job of its kind.
+        Returns the row as moved. Raises NotFound, or Conflict: JOB_NOT_FAILED, or JOB_ALREADY_LIVE
+        naming the live job of its kind.
         """
-        params = dict(id=job_id, actor=actor, max_attempts=max_attempts)
+        attempts = self._policies.of(job_type).attempts if job_type else None
+        params = dict(id=job_id, actor=actor, max_attempts=attempts)
         # The live job can finish between the refused update and the read; then the next update succeeds.
         for _ in range(5):
             try:
-                row = self._sql.one(SQL_RETRY, params, JobRecord)
+                row = tx.one(SQL_RETRY, params, JobRecord)
             except UniqueViolation as exc:
                 if exc.diag.constraint_name not in LIVE_INDEXES:
                     raise
-                job = self._existing(job_id)
+                job = self.require(job_id)
                 system = job.account_id is None and job.tier == "scheduled"
                 live = self._sql.one(
                     SQL_LIVE_SYSTEM if system else SQL_LIVE,
@@ -511,52 +555,44 @@ class JobStore:
                     code="JOB_ALREADY_LIVE",
                 ) from None
             if row is not None:
+                tx.record(message_of(row))
                 return row
-            job = self._existing(job_id)
+            job = self.require(job_id)
             raise Conflict(
                 f"job {job_id} is {job.state}; only a failed job is retried", code="JOB_NOT_FAILED"
             )
         raise RuntimeError(f"could not retry job {job_id} nor find the live job of its kind")
 
     def cancel(
-        self,
-        job_id: uuid.UUID,
-        *,
-        actor: str,
-        error: dict[str, Any],
-        progress: dict[str, Any],
-        also: Callable[[Cursor, JobRecord], Any] | None = None,
-    ) -> JobRecord:
-        """A waiting or delayed job ends failed with ``error``; its message, if any, is then stale.
+        self, tx: Tx, job_id: uuid.UUID, *, actor: str, error: dict[str, Any], progress: dict[str, Any]
+    ) -> JobRecord | None:
+        """A waiting or delayed job ends failed with ``error``, audited; its message, if any, is then stale.
 
-        ``also`` writes what the cancel causes (its outcome event's outbox rows) in the same
-        transaction, as ``finish``'s does. Raises NotFound, or Conflict: JOB_ACTIVE (a worker runs
-        it), JOB_FINISHED.
+        None when the row was not waiting or delayed as the statement ran (the caller says why,
+        outside the transaction: ``why_not_cancelled``).
         """
         params = dict(ids=[job_id], actor=actor, error=Jsonb(error), progress=Jsonb(progress))
-        # A row not waiting when the update ran may be by the time it is read (a requeue): again.
-        for _ in range(5):
-            with self._sql.cursor(JobRecord) as cur, cur.connection.transaction():
-                row = cur.execute(SQL_CANCEL_AUDITED, params).fetchone()
-                if row is not None:
-                    if also is not None:
-                        with cur.connection.cursor(row_factory=namedtuple_row) as side:
-                            also(side, row)
-                    return row
-            job = self._existing(job_id)
-            if job.state == "active":
-                raise Conflict(
-                    f"job {job_id} is running; it can be cancelled while it waits", code="JOB_ACTIVE"
-                )
-            if job.state in ("completed", "failed"):
-                raise Conflict(f"job {job_id} has already {job.state}", code="JOB_FINISHED")
-        raise RuntimeError(f"could not cancel job {job_id}")
+        return tx.one(SQL_CANCEL_AUDITED, params, JobRecord)
 
-    def _existing(self, job_id: uuid.UUID) -> JobRecord:
-        job = self.get(job_id)
-        if job is None:
-            raise NotFound(f"job {job_id} not found")
-        return job
+    def why_not_cancelled(self, job_id: uuid.UUID) -> None:
+        """Raise why ``job_id`` could not be cancelled: NotFound, or Conflict JOB_ACTIVE, JOB_FINISHED;
+        return if it can be again (a requeue moved it back in line meanwhile)."""
+        job = self.require(job_id)
+        if job.state == "active":
+            raise Conflict(f"job {job_id} is running; it can be cancelled while it waits", code="JOB_ACTIVE")
+        if job.state in ("completed", "failed"):
+            raise Conflict(f"job {job_id} has already {job.state}", code="JOB_FINISHED")
+
+    def cancel_many(
+        self, tx: Tx, job_ids: Sequence[uuid.UUID], *, error: dict[str, Any], progress: dict[str, Any]
+    ) -> None:
+        """These jobs, where they wait, end failed (the system's word, not audited: a 410 Gone endpoint's)."""
+        if job_ids:
+            tx.all(
+                SQL_CANCEL,
+                {"ids": list(job_ids), "error": Jsonb(error), "progress": Jsonb(progress)},
+                dict,
+            )
 
     # -- recovery --------------------------------------------------------------------
 
@@ -564,21 +600,23 @@ class JobStore:
         """The worker processes that have running jobs, by the name each claim recorded."""
         return {r.worker for r in self._sql.all(SQL_RUNNING_WORKERS, {}, _Worker)}
 
-    def requeue_orphans(self, dead_workers: Iterable[str]) -> list[Delivery]:
+    def requeue_orphans(self, tx: Tx, dead_workers: Iterable[str]) -> int:
         """Running jobs of dead workers, and of runs whose lease ran out, go back in line.
 
-        Each gets a new delivery (to be sent by the caller); its old run is fenced out.
+        Each gets a new message; its old run is fenced out. Returns how many.
         """
-        return [_delivery(r) for r in self._sql.all(SQL_REQUEUE, {"dead": list(dead_workers)}, _Moved)]
+        rows = tx.all(SQL_REQUEUE, {"dead": list(dead_workers)}, _Moved)
+        tx.record(*(message_of(r) for r in rows))
+        return len(rows)
 
-    def settled_candidates(self, grace_ms: int) -> list[Delivery]:
-        """waiting/delayed rows untouched for the grace period, with the eta they need.
+    def settled_candidates(self, grace_ms: int) -> list[JobMessage]:
+        """waiting/delayed rows untouched for the grace period, as messages with the eta they need.
 
         Their producer is past its enqueue; the caller keeps only those without
         a message in the broker.
         """
         return [
-            _delivery(r, datetime_to_ms(r.resume_at) if r.resume_at else None)
+            message_of(r, datetime_to_ms(r.resume_at) if r.resume_at else None)
             for r in self._sql.all(SQL_SETTLED, {"grace_ms": grace_ms}, _Moved)
         ]
 

@@ -43,7 +43,7 @@ from gatehouse.modules import ModuleStates, module_of_queue
 from gatehouse.workers import Liveness, WorkerBeat
 
 if TYPE_CHECKING:
-    from gatehouse.composition import Gatehouse
+    from gatehouse.composition import Components
 
 FAILED_WINDOW = "24 hours"
 # Written as the two partial indexes' predicates, so the planner can take each branch from one.
@@ -182,7 +182,7 @@ def _paused(modules: ModuleStates, queue: str) -> bool:
     return module is not None and not modules.state(module.name).on
 
 
-def snapshot(gh: Gatehouse, stores: dict[str, str]) -> Snapshot:
+def snapshot(gh: Components, stores: dict[str, str]) -> Snapshot:
     """The overview, reading only the stores ``stores`` says answer (the rest shows as unknown)."""
     pg, redis = stores.get("postgresql") == "ok", stores.get("redis") == "ok"
     counts: JobCounts | None = None

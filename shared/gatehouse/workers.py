@@ -25,9 +25,6 @@ from datetime import datetime
 
 from redis import Redis
 
-from gatehouse.dispatch import Dispatcher
-from gatehouse.jobs import JobStore
-
 
 def process_name() -> str:
     """A name unique to this process start: host, pid and a random tail (pids are reused)."""
@@ -132,14 +129,3 @@ class DeadWorkers:
         missing = self.liveness.missing(running - {self.me})
         dead, self._suspects = missing & self._suspects, missing
         return dead
-
-
-def requeue_orphans(jobs: JobStore, dispatcher: Dispatcher, dead: set[str]) -> int:
-    """Running jobs of dead workers and runs whose lease ran out: back in line, each re-sent now.
-
-    The row is written first; if the send fails, reconciliation re-sends it.
-    """
-    deliveries = jobs.requeue_orphans(dead)
-    for delivery in deliveries:
-        dispatcher.send(delivery)
-    return len(deliveries)

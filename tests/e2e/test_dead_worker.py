@@ -43,7 +43,7 @@ def live_workers(gh) -> int:
 
 def submit(gh, job_type, seconds: float) -> uuid.UUID:
     account_id = gh.accounts.create(f"acc-{uuid.uuid4().hex[:6]}", "token").id if job_type.gate else None
-    return gh.submit(job_type, account_id=account_id, payload={"seconds": seconds})[0].id
+    return gh.job_handlers.submit(job_type, account_id=account_id, payload={"seconds": seconds})[0].id
 
 
 @pytest.mark.parametrize("job_type", [PROBE, GATED_USER_A], ids=["plain", "gated"])

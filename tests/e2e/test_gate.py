@@ -111,13 +111,13 @@ def test_imports_of_one_account_never_overlap_while_other_accounts_run_alongside
 def test_a_user_job_goes_before_a_scheduled_job_that_was_queued_earlier(processes, gh):
     worker(processes)
     acc = account(gh)
-    holder = gh.submit(GATED_SCHED_A, account_id=acc, payload={"seconds": 1.0})[0].id
+    holder = gh.job_handlers.submit(GATED_SCHED_A, account_id=acc, payload={"seconds": 1.0})[0].id
     wait_until(lambda: gh.jobs.get(holder).started_at, what="the scheduled job to hold the gate")
-    earlier = gh.submit(GATED_SCHED_B, account_id=acc, payload={"seconds": 0.1})[0].id
+    earlier = gh.job_handlers.submit(GATED_SCHED_B, account_id=acc, payload={"seconds": 0.1})[0].id
     wait_until(
         lambda: (gh.jobs.get(earlier).progress or {}).get("phase") == "waiting-account", what="it to wait"
     )
-    user = gh.submit(GATED_USER_A, account_id=acc, payload={"seconds": 0.1})[0].id
+    user = gh.job_handlers.submit(GATED_USER_A, account_id=acc, payload={"seconds": 0.1})[0].id
 
     wait_until(lambda: done(gh, holder, earlier, user), timeout=20, what="all three to finish")
 
@@ -128,10 +128,10 @@ def test_a_user_job_goes_before_a_scheduled_job_that_was_queued_earlier(processe
 def test_a_scheduled_job_past_its_max_wait_is_skipped_and_a_user_job_never_is(processes, gh):
     worker(processes)
     acc = account(gh)
-    holder = gh.submit(GATED_SCHED_A, account_id=acc, payload={"seconds": 2.0})[0].id
+    holder = gh.job_handlers.submit(GATED_SCHED_A, account_id=acc, payload={"seconds": 2.0})[0].id
     wait_until(lambda: gh.jobs.get(holder).started_at, what="the holder to start")
-    scheduled = gh.submit(GATED_SCHED_B, account_id=acc, payload={"seconds": 0.1, "maxWaitMs": 600})[0].id
-    user = gh.submit(GATED_USER_A, account_id=acc, payload={"seconds": 0.1})[0].id
+    scheduled = gh.job_handlers.submit(GATED_SCHED_B, account_id=acc, payload={"seconds": 0.1, "maxWaitMs": 600})[0].id
+    user = gh.job_handlers.submit(GATED_USER_A, account_id=acc, payload={"seconds": 0.1})[0].id
 
     wait_until(lambda: done(gh, holder, scheduled, user), timeout=20, what="all to finish")
 
@@ -147,9 +147,9 @@ def test_release_wakes_the_next_job_at_once_not_after_its_poll_delay(processes, 
     # Given a 15 s poll (the seed's value): only the instant hand-off can start the waiter sooner
     worker(processes, GATE_POLL_DELAY_MS="15000")
     acc = account(gh)
-    first = gh.submit(GATED_USER_A, account_id=acc, payload={"seconds": 1.0})[0].id
+    first = gh.job_handlers.submit(GATED_USER_A, account_id=acc, payload={"seconds": 1.0})[0].id
     wait_until(lambda: gh.jobs.get(first).started_at, what="the first job to start")
-    second = gh.submit(GATED_USER_B, account_id=acc, payload={"seconds": 0.1})[0].id
+    second = gh.job_handlers.submit(GATED_USER_B, account_id=acc, payload={"seconds": 0.1})[0].id
     wait_until(
         lambda: (gh.jobs.get(second).progress or {}).get("phase") == "waiting-account", what="it to wait"
     )
@@ -175,7 +175,7 @@ def api_url(processes):
 def test_a_killed_worker_leaves_the_gate_for_at_most_one_lease_and_the_job_completes_once(processes, gh):
     doomed = worker(processes, "doomed")
     acc = account(gh)
-    job_id = gh.submit(GATED_USER_A, account_id=acc, payload={"seconds": 1.5})[0].id
+    job_id = gh.job_handlers.submit(GATED_USER_A, account_id=acc, payload={"seconds": 1.5})[0].id
     wait_until(lambda: gh.jobs.get(job_id).started_at, what="the job to start")
     held = gh.gate.inspect(str(acc))
     assert held.holder.endswith(str(job_id))
@@ -200,9 +200,9 @@ def test_a_job_paused_by_wb_keeps_the_gate_and_gets_it_back(processes, gh):
     worker(processes)
     acc = account(gh)
     # Given a job that pauses for WB half way (800 ms) and another job of the account queued behind it
-    pausing = gh.submit(GATED_USER_A, account_id=acc, payload={"seconds": 0.4, "pause_once_ms": 800})[0].id
+    pausing = gh.job_handlers.submit(GATED_USER_A, account_id=acc, payload={"seconds": 0.4, "pause_once_ms": 800})[0].id
     wait_until(lambda: gh.jobs.get(pausing).started_at, what="the first job to start")
-    other = gh.submit(GATED_USER_B, account_id=acc, payload={"seconds": 0.1})[0].id
+    other = gh.job_handlers.submit(GATED_USER_B, account_id=acc, payload={"seconds": 0.1})[0].id
 
     # When the pause is over
     wait_until(lambda: (gh.jobs.get(pausing).progress or {}).get("phase") == "rate-limited", what="the pause")

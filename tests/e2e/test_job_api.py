@@ -64,7 +64,7 @@ def test_a_poller_sees_the_retry_ladder_then_the_failure(processes, gh, settings
         env={"RETRY_DELAY_SCALE": str(300 / 60_000)},
     )
     _, url = processes.api(env={"BACKEND_ROLE": "api"})
-    job_id = gh.submit(FLAKY, account_id=None)[0].id
+    job_id = gh.job_handlers.submit(FLAKY, account_id=None)[0].id
 
     # When a client polls its status until it ends
     seen: dict[tuple, dict] = {}

@@ -149,9 +149,9 @@ def test_a_job_cancelled_while_it_waits_for_the_gate_leaves_the_line_and_never_r
     _, url = processes.api(env={"BACKEND_ROLE": "api", **GATE_ENV})
     acc = account(gh)
     # Given a job holding the account's gate and another one parked behind it
-    holder = gh.submit(GATED_USER_A, account_id=acc, payload={"seconds": 1.5})[0].id
+    holder = gh.job_handlers.submit(GATED_USER_A, account_id=acc, payload={"seconds": 1.5})[0].id
     wait_until(lambda: gh.jobs.get(holder).started_at, what="the holder to start")
-    waiter = gh.submit(GATED_USER_B, account_id=acc, payload={"seconds": 0.1})[0].id
+    waiter = gh.job_handlers.submit(GATED_USER_B, account_id=acc, payload={"seconds": 0.1})[0].id
     wait_until(
         lambda: (gh.jobs.get(waiter).progress or {}).get("phase") == "waiting-account", what="it to wait"
     )

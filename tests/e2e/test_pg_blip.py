@@ -19,7 +19,7 @@ import pytest
 from psycopg_pool import PoolTimeout
 from sqlalchemy.exc import OperationalError as SqlOperationalError
 
-from gatehouse.composition import Gatehouse, bootstrap
+from gatehouse.composition import Components, bootstrap
 from gatehouse.db import make_engine
 from gatehouse.jobs import JobRecord
 from gatehouse.migrate import upgrade
@@ -47,7 +47,7 @@ def private_pg() -> Iterator[tuple[PgServer, str]]:
 
 
 @pytest.fixture
-def pgh(private_pg, redis_url: str, clean: None) -> Iterator[Gatehouse]:
+def pgh(private_pg, redis_url: str, clean: None) -> Iterator[Components]:
     """The producer side on the private server (and the test Redis)."""
     _, url = private_pg
     gatehouse = bootstrap(
@@ -63,7 +63,7 @@ def pgh(private_pg, redis_url: str, clean: None) -> Iterator[Gatehouse]:
     gatehouse.close()
 
 
-def row(gh: Gatehouse, job_id: uuid.UUID) -> JobRecord | None:
+def row(gh: Components, job_id: uuid.UUID) -> JobRecord | None:
     """The job row, or None while the store does not answer (the test's own pool reconnects too)."""
     try:
         return gh.jobs.get(job_id)
@@ -81,7 +81,7 @@ def test_a_job_running_during_a_short_postgresql_blip_completes_once_as_soon_as_
     )  # fmt: skip
 
     # Given a job whose body is running
-    job_id = pgh.submit(PROBE, account_id=None, payload={"seconds": BODY_S})[0].id
+    job_id = pgh.job_handlers.submit(PROBE, account_id=None, payload={"seconds": BODY_S})[0].id
     started = wait_until(
         lambda: (r := row(pgh, job_id)) is not None and r.state == "active" and r.started_at,
         timeout=20,
@@ -113,7 +113,7 @@ def test_a_job_running_during_a_short_postgresql_blip_completes_once_as_soon_as_
     assert done.attempt == 1
 
     # … and the worker goes on taking new work
-    after = pgh.submit(PROBE, account_id=None, payload={"seconds": 0})[0].id
+    after = pgh.job_handlers.submit(PROBE, account_id=None, payload={"seconds": 0})[0].id
     wait_until(
         lambda: (r := row(pgh, after)) is not None and r.state == "completed",
         timeout=15,

@@ -11,7 +11,7 @@ from tests.support.processes import free_port, wait_until
 def test_rows_accepted_while_redis_was_down_run_once_after_a_worker_starts(processes, gh, settings):
     # Given a producer whose Redis is unreachable: it still accepts jobs (rows, no messages)
     offline = bootstrap(settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"}))
-    stranded = [offline.submit(PROBE, account_id=None)[0].id for _ in range(10)]
+    stranded = [offline.job_handlers.submit(PROBE, account_id=None)[0].id for _ in range(10)]
     offline.close()
     assert all(job(gh, i).state == "waiting" for i in stranded)
     assert not gh.dispatcher.queued_job_ids({"probe"})

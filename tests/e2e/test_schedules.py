@@ -150,10 +150,10 @@ def test_a_scheduled_holder_yields_at_its_wb_pause_to_a_waiting_user_job(process
     from gatehouse.job_types import AUTOBIDDER_SYNC_USER, RNP_FINANCE
 
     sandbox.faults(latency_ms=40)
-    scheduled = gh.submit(RNP_FINANCE, account_id=account, payload={"maxWaitMs": 600_000})[0].id
+    scheduled = gh.job_handlers.submit(RNP_FINANCE, account_id=account, payload={"maxWaitMs": 600_000})[0].id
     wait_until(lambda: gh.jobs.get(scheduled).started_at, what="the scheduled sync to start")
     # … when a user job asks for the account and WB then says 429 to the scheduled sync
-    user = gh.submit(AUTOBIDDER_SYNC_USER, account_id=account)[0].id
+    user = gh.job_handlers.submit(AUTOBIDDER_SYNC_USER, account_id=account)[0].id
     wait_until(lambda: gh.gate.inspect(str(account)).wanted, what="the user job to want the gate")
     sandbox.faults(force_429=[{"seller": "seller-0", "bucket": "report", "nth": 1, "retry_s": 1.0}])
 

@@ -18,7 +18,7 @@ from sqlalchemy import text
 import gatehouse.webhooks
 import tests.support.receiver as receiver_module
 from gatehouse.catalog import NewProduct, Price, ProductPatch
-from gatehouse.composition import Gatehouse, bootstrap
+from gatehouse.composition import Components, bootstrap
 from gatehouse.events import Event, on_connection
 from gatehouse.jobs import JobRecord
 from gatehouse.webhooks import SignatureInvalid, signing, verify
@@ -39,7 +39,7 @@ ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
 @pytest.fixture
-def wh(settings, clean) -> Iterator[Gatehouse]:
+def wh(settings, clean) -> Iterator[Components]:
     """The producer side with loopback allowlisted (the receivers of these tests)."""
     gatehouse = bootstrap(
         settings.model_copy(update={"webhook_allowed_hosts": ALLOW.split(","), "retry_delay_scale": SCALE})
@@ -79,19 +79,19 @@ def worker(processes, name: str = "worker", **env: str):
     )
 
 
-def endpoint(wh: Gatehouse, r: Receiver, **kw) -> Created:
+def endpoint(wh: Components, r: Receiver, **kw) -> Created:
     created = wh.webhooks.create_endpoint(r.url, **kw)
     r.secrets.append(created.secret)
     return created
 
 
-def product_updated(wh: Gatehouse) -> None:
+def product_updated(wh: Components) -> None:
     """One domain event: a product edit raises catalog.product.updated (its jobs sent after commit)."""
     p = wh.catalog.create_product(NewProduct(sku="W-1", name="Stół", price=Price(100, "PLN")))
     wh.catalog.patch_product(p.id, ProductPatch(name="Stół dębowy"), actor="admin")
 
 
-def publish(wh: Gatehouse, event_type: str = "catalog.product.updated", **data: object) -> Event:
+def publish(wh: Components, event_type: str = "catalog.product.updated", **data: object) -> Event:
     """Raise one domain event in a committed transaction and send its jobs after the commit."""
     event = Event(event_type, dict(data) or {"productId": str(uuid.uuid4())})
     with wh.engine.begin() as conn:
@@ -100,27 +100,27 @@ def publish(wh: Gatehouse, event_type: str = "catalog.product.updated", **data: 
     return event
 
 
-def deliveries_of(wh: Gatehouse, event: Event) -> list[DeliveryRecord]:
+def deliveries_of(wh: Components, event: Event) -> list[DeliveryRecord]:
     return [d for d in wh.webhooks.list_deliveries(limit=500) if d.message_id == event.id]
 
 
-def delivery_of(wh: Gatehouse, event: Event) -> DeliveryRecord:
+def delivery_of(wh: Components, event: Event) -> DeliveryRecord:
     [delivery] = deliveries_of(wh, event)
     return delivery
 
 
-def attempts_of(wh: Gatehouse, delivery_id: uuid.UUID) -> list[AttemptRecord]:
+def attempts_of(wh: Components, delivery_id: uuid.UUID) -> list[AttemptRecord]:
     return wh.webhooks.get_delivery(delivery_id)[1]
 
 
-def job_of(wh: Gatehouse, job_id: uuid.UUID | None) -> JobRecord:
+def job_of(wh: Components, job_id: uuid.UUID | None) -> JobRecord:
     assert job_id is not None
     row = wh.jobs.get(job_id)
     assert row is not None, f"no row for job {job_id}"
     return row
 
 
-def reaches(wh: Gatehouse, event: Event, status: str, timeout: float = 30) -> DeliveryRecord:
+def reaches(wh: Components, event: Event, status: str, timeout: float = 30) -> DeliveryRecord:
     """Wait for the event's one delivery to be in ``status``; returns it."""
     return wait_until(
         lambda: (d := deliveries_of(wh, event)) and d[0].status == status and d[0],
@@ -129,7 +129,7 @@ def reaches(wh: Gatehouse, event: Event, status: str, timeout: float = 30) -> De
     )
 
 
-def query(wh: Gatehouse, statement: str, **params: object) -> list:
+def query(wh: Components, statement: str, **params: object) -> list:
     with wh.engine.begin() as conn:
         return list(conn.execute(text(statement), params))
 
@@ -142,7 +142,7 @@ def signed_headers(got: receiver_module.Received) -> dict[str, str]:
     }
 
 
-def worker_alive(wh: Gatehouse) -> None:
+def worker_alive(wh: Components) -> None:
     wait_until(lambda: list(wh.redis.scan_iter(liveness_key("*"))), timeout=30, what="the worker to be alive")
 
 

@@ -34,9 +34,9 @@ def gate_traffic(processes, gh, *worker_args: str):
     acc = gh.accounts.create(f"acc-{uuid.uuid4().hex[:6]}", "token").id
 
     # Given one job holding its account's gate long enough for another to park behind it more than once
-    holder = gh.submit(GATED_USER_A, account_id=acc, payload={"seconds": 1.2})[0].id
+    holder = gh.job_handlers.submit(GATED_USER_A, account_id=acc, payload={"seconds": 1.2})[0].id
     wait_until(lambda: gh.jobs.get(holder).started_at, timeout=20, what="the holder to start")
-    waiter = gh.submit(GATED_USER_B, account_id=acc, payload={"seconds": 0.1})[0].id
+    waiter = gh.job_handlers.submit(GATED_USER_B, account_id=acc, payload={"seconds": 0.1})[0].id
     wait_until(
         lambda: (gh.jobs.get(waiter).progress or {}).get("phase") == "waiting-account",
         timeout=10,

@@ -1,4 +1,4 @@
-"""Fixtures of the in-process console tests (each module brings its own ``client``: the app on its Gatehouse)."""
+"""Fixtures of the in-process console tests (each module brings its own ``client``: the app on its Components)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from falcon import testing
 from gatehouse.catalog import NewProduct, Price, ProductPatch
 from gatehouse.catalog.bulk import Selection
 from gatehouse.catalog.rules import ATTRIBUTES_MAX
-from gatehouse.composition import Gatehouse, bootstrap
+from gatehouse.composition import Components, bootstrap
 from gatehouse.events import Event, on_connection
 from gatehouse.webhooks.store import Answer
 from gatehouse_api.app import create_app
@@ -31,7 +31,7 @@ HOOK = "http://127.0.0.1:9/hook"  # allowlisted below; never contacted (no worke
 
 
 @pytest.fixture
-def wh(settings, clean) -> Iterator[Gatehouse]:
+def wh(settings, clean) -> Iterator[Components]:
     gatehouse = bootstrap(settings.model_copy(update={"webhook_allowed_hosts": ["127.0.0.0/8"]}))
     yield gatehouse
     gatehouse.close()
@@ -59,14 +59,14 @@ def post(client, cookie: dict, path: str, body: str = "", token: str | None = ""
     return client.simulate_post(path, body=fields, headers={**cookie, **FORM})
 
 
-def products(gh: Gatehouse, n: int, name: str = "p{i}") -> list[uuid.UUID]:
+def products(gh: Components, n: int, name: str = "p{i}") -> list[uuid.UUID]:
     gh.catalog.create_products(
         [NewProduct(sku=f"B-{i:04d}", name=name.format(i=i), price=Price(100, "PLN")) for i in range(n)]
     )
     return [p.id for p in gh.catalog.list_products(limit=200)]
 
 
-def operation(gh: Gatehouse, ids, patch: ProductPatch, request: dict, threshold: int = 50):
+def operation(gh: Components, ids, patch: ProductPatch, request: dict, threshold: int = 50):
     op, _ = gh.bulk.create(
         Selection(product_ids=tuple(ids)),
         patch,
@@ -78,7 +78,7 @@ def operation(gh: Gatehouse, ids, patch: ProductPatch, request: dict, threshold:
     return op
 
 
-def full_product_operation(gh: Gatehouse, name: str) -> tuple[uuid.UUID, uuid.UUID]:
+def full_product_operation(gh: Components, name: str) -> tuple[uuid.UUID, uuid.UUID]:
     """A product the patch would take past the attribute limit (a failed item), and one it patches."""
     codes = [f"a{i}" for i in range(ATTRIBUTES_MAX + 1)]
     for code in codes:
@@ -197,24 +197,24 @@ def test_with_the_catalog_module_off_the_json_refuses_and_the_pages_say_so(clien
 # -- Webhooks ----------------------------------------------------------------------
 
 
-def publish(gh: Gatehouse, event_type: str = "catalog.product.updated", **data: object) -> Event:
+def publish(gh: Components, event_type: str = "catalog.product.updated", **data: object) -> Event:
     event = Event(event_type, dict(data) or {"productId": str(uuid.uuid4())})
     with gh.engine.begin() as conn:
         gh.events.publish(on_connection(conn), event)  # the jobs are not sent: no worker here
     return event
 
 
-def delivery_of(gh: Gatehouse, event: Event):
+def delivery_of(gh: Components, event: Event):
     [d] = [d for d in gh.webhooks.list_deliveries(limit=200) if d.message_id == event.id]
     return d
 
 
-def delivery_of_endpoint(gh: Gatehouse, event: Event, endpoint_id: uuid.UUID) -> uuid.UUID:
+def delivery_of_endpoint(gh: Components, event: Event, endpoint_id: uuid.UUID) -> uuid.UUID:
     [d] = [d for d in gh.webhooks.list_deliveries(endpoint_id=endpoint_id) if d.message_id == event.id]
     return d.id
 
 
-def kill(gh: Gatehouse, delivery_id: uuid.UUID) -> None:
+def kill(gh: Components, delivery_id: uuid.UUID) -> None:
     with gh.engine.begin() as conn:
         on_connection(conn)(
             "UPDATE webhook_deliveries SET status = 'dead', attempts = 8 WHERE id = %(id)s",

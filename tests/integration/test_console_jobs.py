@@ -50,9 +50,9 @@ def hold(gh, account_id, job_id, *, tier="user", at_ms=None) -> bool:
 def busy_account(gh, name="Busy shop"):
     """An account whose gate a running job holds, a second job of it waiting in line."""
     account = gh.accounts.create(name, "token").id
-    holder, _ = gh.submit(IMPORT_USER_FEEDS, account_id=account, payload={})
+    holder, _ = gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=account, payload={})
     gh.jobs.start(gh.jobs.claim(holder.id, 1, 60_000), P.stored(P.RUNNING))
-    waiter, _ = gh.submit(IMPORT_USER_REPORT, account_id=account, payload={})
+    waiter, _ = gh.job_handlers.submit(IMPORT_USER_REPORT, account_id=account, payload={})
     assert hold(gh, account, holder.id) and not hold(gh, account, waiter.id)
     claim = gh.jobs.claim(waiter.id, 1, 60_000)
     resume = int(time.time() * 1000) + 60_000
@@ -135,7 +135,7 @@ def test_accounts_page_in_pages_of_fifty_newest_first(client, cookie, gh, sql):
 
 def test_an_account_page_shows_its_gate_waiters_pauses_and_timeline(client, cookie, gh, sql):
     account, holder, waiter = busy_account(gh)
-    done, _ = gh.submit(AUTOBIDDER_SYNC_USER, account_id=account, payload={})
+    done, _ = gh.job_handlers.submit(AUTOBIDDER_SYNC_USER, account_id=account, payload={})
     claim = gh.jobs.claim(done.id, 1, 60_000, start=True)
     gh.jobs.finish(claim, state="completed", progress=P.stored(P.COMPLETED))
     sql(
@@ -177,7 +177,7 @@ def test_the_admin_jobs_api_filters_and_pages_newest_first(client, gh, sql):
     _, holder, waiter = busy_account(gh)
     other = gh.accounts.create("Other", "token").id
     jobs = [
-        gh.submit(t, account_id=other, payload={})[0].id for t in (IMPORT_USER_FEEDS, AUTOBIDDER_SYNC_USER)
+        gh.job_handlers.submit(t, account_id=other, payload={})[0].id for t in (IMPORT_USER_FEEDS, AUTOBIDDER_SYNC_USER)
     ]
     sql("UPDATE jobs SET created_at = now() - interval '3 days' WHERE id = :id", id=jobs[0])
 
@@ -277,7 +277,7 @@ def test_cancel_and_retry_from_the_console(client, cookie, gh):
 def test_a_job_page_takes_a_row_written_by_older_code(client, cookie, gh, sql):
     # progress without a reason, an error without a message: rows of earlier releases, or seeded
     account = gh.accounts.create("Shop", "token").id
-    job, _ = gh.submit(IMPORT_USER_FEEDS, account_id=account, payload={})
+    job, _ = gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=account, payload={})
     sql(
         """UPDATE jobs SET state = 'failed', progress = '{"phase": "failed"}', error = '{"code": "wb-error"}',
            finished_at = now() WHERE id = :id""",

@@ -32,7 +32,7 @@ def account(gh) -> uuid.UUID:
 
 def failed_job(gh, account_id: uuid.UUID | None, job_type=IMPORT_USER_FEEDS) -> uuid.UUID:
     """A job that ran two attempts and failed for good."""
-    job, created = gh.submit(job_type, account_id=account_id)
+    job, created = gh.job_handlers.submit(job_type, account_id=account_id)
     assert created
     first = gh.jobs.claim(job.id, 1, 60_000, start=True)
     gh.jobs.save_checkpoint(first, {"rrdId": 42})
@@ -69,7 +69,7 @@ def test_retry_puts_a_failed_job_back_in_line_with_fresh_attempts_and_a_new_mess
     before = gh.jobs.get(job_id)
     assert (before.state, before.attempt, before.delivery) == ("failed", 2, 2)
 
-    retried = gh.retry(job_id, actor="admin")
+    retried = gh.job_handlers.retry(job_id, actor="admin")
 
     # Then the row is as if just created, under a new delivery, its checkpoint kept
     assert (retried.state, retried.attempt, retried.max_attempts, retried.delivery) == ("waiting", 1, 5, 3)
@@ -96,50 +96,50 @@ def test_retry_puts_a_failed_job_back_in_line_with_fresh_attempts_and_a_new_mess
 
 def test_retry_refuses_a_job_that_is_not_failed(gh, sql):
     acc = account(gh)
-    waiting, _ = gh.submit(IMPORT_USER_FEEDS, account_id=acc)
+    waiting, _ = gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=acc)
     with pytest.raises(Conflict) as refused:
-        gh.retry(waiting.id, actor="admin")
+        gh.job_handlers.retry(waiting.id, actor="admin")
     assert refused.value.code == "JOB_NOT_FAILED" and "waiting" in refused.value.detail
 
     claim = gh.jobs.claim(waiting.id, 1, 60_000, start=True)
     with pytest.raises(Conflict, match="active") as refused:
-        gh.retry(waiting.id, actor="admin")
+        gh.job_handlers.retry(waiting.id, actor="admin")
     gh.jobs.finish(claim, state="completed", progress=P.stored(P.COMPLETED), result={})
     with pytest.raises(Conflict, match="completed") as refused:
-        gh.retry(waiting.id, actor="admin")
+        gh.job_handlers.retry(waiting.id, actor="admin")
     assert refused.value.code == "JOB_NOT_FAILED"
     with pytest.raises(NotFound):
-        gh.retry(uuid.uuid4(), actor="admin")
+        gh.job_handlers.retry(uuid.uuid4(), actor="admin")
     assert gh.jobs.get(waiting.id).delivery == 1 and audit(sql, waiting.id) == []
 
 
 def test_retry_while_its_account_has_a_live_job_of_its_type_is_refused_naming_that_job(gh, sql):
     acc = account(gh)
     job_id = failed_job(gh, acc)
-    live, created = gh.submit(IMPORT_USER_FEEDS, account_id=acc)
+    live, created = gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=acc)
     assert created
 
     with pytest.raises(Conflict) as refused:
-        gh.retry(job_id, actor="admin")
+        gh.job_handlers.retry(job_id, actor="admin")
 
     assert refused.value.code == "JOB_ALREADY_LIVE" and str(live.id) in refused.value.detail
     row = gh.jobs.get(job_id)
     assert (row.state, row.delivery, row.error) == ("failed", 2, WB_DOWN)
     assert audit(sql, job_id) == []
     # … another type of the same account is no obstacle, and once the live one ends the retry goes
-    gh.submit(IMPORT_USER_REPORT, account_id=acc)
+    gh.job_handlers.submit(IMPORT_USER_REPORT, account_id=acc)
     claim = gh.jobs.claim(live.id, 1, 60_000, start=True)
     gh.jobs.finish(claim, state="completed", progress=P.stored(P.COMPLETED), result={})
-    assert gh.retry(job_id, actor="admin").state == "waiting"
+    assert gh.job_handlers.retry(job_id, actor="admin").state == "waiting"
 
 
 def test_a_system_job_is_retried_only_while_no_other_of_its_type_is_live(gh):
     job_id = failed_job(gh, None, CART_ABANDONMENT_SWEEP)
-    live, created = gh.submit(CART_ABANDONMENT_SWEEP, account_id=None)
+    live, created = gh.job_handlers.submit(CART_ABANDONMENT_SWEEP, account_id=None)
     assert created
 
     with pytest.raises(Conflict) as refused:
-        gh.retry(job_id, actor="admin")
+        gh.job_handlers.retry(job_id, actor="admin")
 
     assert refused.value.code == "JOB_ALREADY_LIVE" and str(live.id) in refused.value.detail
     assert "system job" in refused.value.detail
@@ -153,7 +153,7 @@ def test_concurrent_retries_make_one_live_job(gh):
 
     def retry(job_id):
         try:
-            return gh.retry(job_id, actor="admin").id
+            return gh.job_handlers.retry(job_id, actor="admin").id
         except Conflict as exc:
             return exc.code
 
@@ -170,10 +170,10 @@ def test_concurrent_retries_make_one_live_job(gh):
 
 
 def test_cancel_ends_a_waiting_job_failed_and_its_message_claims_nothing(gh, sql):
-    job, _ = gh.submit(IMPORT_USER_FEEDS, account_id=account(gh))
+    job, _ = gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=account(gh))
     assert deliveries(gh, job.id, IMPORT_USER_FEEDS.queue) == [1]
 
-    cancelled = gh.cancel(job.id, actor="admin")
+    cancelled = gh.job_handlers.cancel(job.id, actor="admin")
 
     assert cancelled.state == "failed" and cancelled.finished_at is not None
     assert cancelled.error == {"code": "cancelled", "message": "cancelled by an operator (admin)"}
@@ -192,8 +192,8 @@ def test_cancel_ends_a_waiting_job_failed_and_its_message_claims_nothing(gh, sql
 
 def test_cancel_ends_a_delayed_job_and_takes_it_out_of_its_accounts_gate_line(gh, sql):
     acc = account(gh)
-    holder, _ = gh.submit(IMPORT_USER_FEEDS, account_id=acc)
-    waiter, _ = gh.submit(IMPORT_USER_REPORT, account_id=acc)
+    holder, _ = gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=acc)
+    waiter, _ = gh.job_handlers.submit(IMPORT_USER_REPORT, account_id=acc)
     gate = dict(lease_ms=60_000, wanted_ttl_ms=60_000, waiting_ttl_ms=60_000, first_wait_ms=1)
     assert gh.gate.acquire(str(acc), owner(holder.queue, holder.id), tier="user", **gate).proceed
     # Given the second job parked on the gate (busy), delayed in phase waiting-account
@@ -205,7 +205,7 @@ def test_cancel_ends_a_delayed_job_and_takes_it_out_of_its_accounts_gate_line(gh
     assert gh.gate.inspect(str(acc)).waiting_owners == (owner(waiter.queue, waiter.id),)
     assert gh.gate.inspect(str(acc)).wanted == owner(waiter.queue, waiter.id)  # a user job wants it next
 
-    cancelled = gh.cancel(waiter.id, actor="8d0c5b1e-0000-4000-8000-000000000000")
+    cancelled = gh.job_handlers.cancel(waiter.id, actor="8d0c5b1e-0000-4000-8000-000000000000")
 
     assert (cancelled.state, cancelled.resume_at, cancelled.error["code"]) == ("failed", None, "cancelled")
     assert gh.gate.inspect(str(acc)).waiting_owners == ()
@@ -222,30 +222,30 @@ def test_cancel_ends_a_delayed_job_and_takes_it_out_of_its_accounts_gate_line(gh
 
 def test_cancel_refuses_a_running_or_finished_job(gh, sql):
     acc = account(gh)
-    job, _ = gh.submit(IMPORT_USER_FEEDS, account_id=acc)
+    job, _ = gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=acc)
     claim = gh.jobs.claim(job.id, 1, 60_000, start=True)
 
     with pytest.raises(Conflict) as refused:
-        gh.cancel(job.id, actor="admin")
+        gh.job_handlers.cancel(job.id, actor="admin")
     assert refused.value.code == "JOB_ACTIVE"
 
     gh.jobs.finish(claim, state="completed", progress=P.stored(P.COMPLETED), result={})
     with pytest.raises(Conflict) as refused:
-        gh.cancel(job.id, actor="admin")
+        gh.job_handlers.cancel(job.id, actor="admin")
     assert refused.value.code == "JOB_FINISHED" and "completed" in refused.value.detail
     with pytest.raises(Conflict) as refused:
-        gh.cancel(failed_job(gh, acc), actor="admin")
+        gh.job_handlers.cancel(failed_job(gh, acc), actor="admin")
     assert refused.value.code == "JOB_FINISHED" and "failed" in refused.value.detail
     with pytest.raises(NotFound):
-        gh.cancel(uuid.uuid4(), actor="admin")
+        gh.job_handlers.cancel(uuid.uuid4(), actor="admin")
     assert gh.jobs.get(job.id).state == "completed" and audit(sql, job.id) == []
 
 
 def test_a_cancelled_job_retried_runs_under_a_delivery_its_old_message_cannot_claim(gh):
-    job, _ = gh.submit(IMPORT_USER_FEEDS, account_id=account(gh))
-    gh.cancel(job.id, actor="admin")
+    job, _ = gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=account(gh))
+    gh.job_handlers.cancel(job.id, actor="admin")
 
-    retried = gh.retry(job.id, actor="admin")
+    retried = gh.job_handlers.retry(job.id, actor="admin")
 
     assert (retried.state, retried.delivery, retried.error) == ("waiting", 2, None)
     assert gh.jobs.claim(job.id, 1, 60_000) is None  # the cancelled run's message
@@ -253,12 +253,12 @@ def test_a_cancelled_job_retried_runs_under_a_delivery_its_old_message_cannot_cl
 
 
 def test_a_job_cancelled_between_attempts_is_shown_cancelled_without_a_count_of_tries(gh):
-    job, _ = gh.submit(IMPORT_USER_FEEDS, account_id=account(gh))
+    job, _ = gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=account(gh))
     claim = gh.jobs.claim(job.id, 1, 60_000, start=True)
     progress = P.stored(P.RETRYING, reason=WB_DOWN["code"])
     gh.jobs.reschedule(claim, eta_ms=2**41, progress=progress, consume_attempt=True, error=WB_DOWN)
 
-    cancelled = gh.cancel(job.id, actor="admin")
+    cancelled = gh.job_handlers.cancel(job.id, actor="admin")
 
     # attempt 2 was only due: "после 2 попыток" would count one that never ran
     assert (cancelled.attempt, cancelled.resume_at) == (2, None)

@@ -3,45 +3,44 @@
 from __future__ import annotations
 
 from gatehouse.composition import bootstrap
-from gatehouse.reconcile import reconcile
 from tests.support.probe import PROBE
 from tests.support.probe_client import job
 from tests.support.processes import free_port
 
 
 def test_submit_writes_the_row_then_enqueues_one_message(gh):
-    created, is_new = gh.submit(PROBE, account_id=None)
+    created, is_new = gh.job_handlers.submit(PROBE, account_id=None)
     assert is_new and created.state == "waiting"
     assert gh.dispatcher.queued_job_ids({"probe"}) == {str(created.id)}
 
 
 def test_submit_with_redis_down_keeps_the_row_and_reconciliation_enqueues_it(gh, settings):
     offline = bootstrap(settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"}))
-    accepted, _ = offline.submit(PROBE, account_id=None)
+    accepted, _ = offline.job_handlers.submit(PROBE, account_id=None)
     offline.close()
     assert job(gh, accepted.id).state == "waiting"
     assert gh.dispatcher.queued_job_ids({"probe"}) == set()
 
-    assert reconcile(gh.jobs, gh.dispatcher, grace_ms=0) == 1
+    assert gh.job_handlers.reconcile(grace_ms=0) == 1
     assert gh.dispatcher.queued_job_ids({"probe"}) == {str(accepted.id)}
     # A second pass finds the message and sends nothing.
-    assert reconcile(gh.jobs, gh.dispatcher, grace_ms=0) == 0
+    assert gh.job_handlers.reconcile(grace_ms=0) == 0
 
 
 def test_reconciliation_leaves_young_rows_to_their_producer(gh, settings):
     offline = bootstrap(settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"}))
-    offline.submit(PROBE, account_id=None)
+    offline.job_handlers.submit(PROBE, account_id=None)
     offline.close()
-    assert reconcile(gh.jobs, gh.dispatcher, grace_ms=60_000) == 0
+    assert gh.job_handlers.reconcile(grace_ms=60_000) == 0
 
 
 def test_reconciliation_resends_an_active_job_whose_worker_died(gh, sql):
-    accepted, _ = gh.submit(PROBE, account_id=None)
+    accepted, _ = gh.job_handlers.submit(PROBE, account_id=None)
     gh.broker.flush("probe")  # the message died with its worker
     gh.jobs.claim(accepted.id, 1, 1)
     sql("UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = :id", id=accepted.id)
 
-    assert reconcile(gh.jobs, gh.dispatcher, grace_ms=60_000) == 1
+    assert gh.job_handlers.reconcile(grace_ms=60_000) == 1
     # … back in line under a new delivery, which is on the queue; the dead run's delivery is stale
     assert gh.dispatcher.queued_job_ids({"probe"}) == {str(accepted.id)}
     assert gh.jobs.claim(accepted.id, 1, 60_000) is None

@@ -349,7 +349,7 @@ def test_one_live_sweep_job_of_a_type_however_many_ask_at_once(gh, sql):
 
     def ask() -> None:
         start.wait()
-        got.append(gh.submit(jt.CART_ABANDONMENT_SWEEP, account_id=None))
+        got.append(gh.job_handlers.submit(jt.CART_ABANDONMENT_SWEEP, account_id=None))
 
     threads = [threading.Thread(target=ask) for _ in range(8)]
     for t in threads:
@@ -359,12 +359,12 @@ def test_one_live_sweep_job_of_a_type_however_many_ask_at_once(gh, sql):
 
     assert len({job.id for job, _ in got}) == 1 and sum(created for _, created in got) == 1
     # Another sweep type is another job; an ended sweep lets the next one in
-    other, created = gh.submit(jt.RFQ_EXPIRY_SWEEP, account_id=None)
+    other, created = gh.job_handlers.submit(jt.RFQ_EXPIRY_SWEEP, account_id=None)
     assert created and other.id != got[0][0].id
     sql("UPDATE jobs SET state = 'completed' WHERE id = :i", i=got[0][0].id)
-    assert gh.submit(jt.CART_ABANDONMENT_SWEEP, account_id=None)[1] is True
+    assert gh.job_handlers.submit(jt.CART_ABANDONMENT_SWEEP, account_id=None)[1] is True
     # Jobs of no account that are not system jobs (user tier) are not limited by it
-    assert gh.submit(PROBE, account_id=None)[1] and gh.submit(PROBE, account_id=None)[1]
+    assert gh.job_handlers.submit(PROBE, account_id=None)[1] and gh.job_handlers.submit(PROBE, account_id=None)[1]
 
 
 def test_a_single_job_tick_makes_one_job_and_none_while_its_module_is_off(gh, sql):

@@ -39,7 +39,7 @@ def test_a_pause_is_kept_newest_first_capped_and_expiring(gh):
 
 def claimed(gh):
     account = gh.accounts.create("Shop", "token").id
-    job, _ = gh.submit(IMPORT_USER_FEEDS, account_id=account, payload={})
+    job, _ = gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=account, payload={})
     claim = gh.jobs.claim(job.id, 1, 60_000, start=True)
     return account, JobContext(gatehouse=gh, claim=claim)
 

@@ -21,7 +21,7 @@ from gatehouse import progress as P
 from gatehouse import run_decision as rd
 from gatehouse.catalog import NewProduct, Price, ProductPatch
 from gatehouse.catalog.bulk import Selection
-from gatehouse.composition import Gatehouse, bootstrap
+from gatehouse.composition import Components, bootstrap
 from gatehouse.errors import Conflict, NotFound
 from gatehouse.events import Event, on_connection, on_cursor
 from gatehouse.job_types import IMPORT_USER_FEEDS, WEBHOOK_DELIVER, outcome_event
@@ -35,12 +35,12 @@ LOOPBACK = ["127.0.0.0/8", "::1"]
 URL = "http://127.0.0.1:9/hook"  # allowlisted, never contacted: no worker runs
 
 
-def _make(settings, **overrides) -> Gatehouse:
+def _make(settings, **overrides) -> Components:
     return bootstrap(settings.model_copy(update={"webhook_allowed_hosts": LOOPBACK, **overrides}))
 
 
 @pytest.fixture
-def wh(settings, clean) -> Iterator[Gatehouse]:
+def wh(settings, clean) -> Iterator[Components]:
     gatehouse = _make(settings)
     yield gatehouse
     gatehouse.close()
@@ -56,11 +56,11 @@ def db(wh):
     return run
 
 
-def endpoint(wh: Gatehouse, **kw) -> uuid.UUID:
+def endpoint(wh: Components, **kw) -> uuid.UUID:
     return wh.webhooks.create_endpoint(URL, **kw).endpoint.id
 
 
-def publish(wh: Gatehouse, *events: Event):
+def publish(wh: Components, *events: Event):
     with wh.engine.begin() as conn:
         return wh.events.publish(on_connection(conn), *events)
 
@@ -86,7 +86,7 @@ def events_of(db, event_type: str) -> list[dict]:
     return [d.payload for d in deliveries(db, event_type=event_type)]
 
 
-def begin(wh: Gatehouse, delivery_id: uuid.UUID) -> Run:
+def begin(wh: Components, delivery_id: uuid.UUID) -> Run:
     """A run of the job of the delivery's current series (a send_test's: that delivery alone)."""
     run = wh.webhooks.begin_run(wh.webhooks.get_delivery(delivery_id)[0].job_id)
     assert isinstance(run, Run), run
@@ -94,7 +94,7 @@ def begin(wh: Gatehouse, delivery_id: uuid.UUID) -> Run:
     return run
 
 
-def play(wh: Gatehouse, delivery_id: uuid.UUID, status: str, code: int = 500) -> Attempt:
+def play(wh: Components, delivery_id: uuid.UUID, status: str, code: int = 500) -> Attempt:
     """One attempt of the delivery's current series, ending in ``status`` (what the job body does)."""
     run = begin(wh, delivery_id)
     [attempt] = run.attempts
@@ -110,14 +110,14 @@ def assert_shape(payload: dict, event_type: str) -> dict:
     return payload["data"]
 
 
-def products(wh: Gatehouse, n: int) -> list[uuid.UUID]:
+def products(wh: Components, n: int) -> list[uuid.UUID]:
     wh.catalog.create_products(
         [NewProduct(sku=f"WH-{i:04d}", name=f"p{i}", price=Price(100, "PLN")) for i in range(n)]
     )
     return [p.id for p in wh.catalog.list_products(limit=10_000)]
 
 
-def bulk(wh: Gatehouse, ids, threshold: int = 50):
+def bulk(wh: Components, ids, threshold: int = 50):
     request = {"productIds": [str(i) for i in ids], "patch": {"status": "active"}}
     return wh.bulk.create(
         Selection(product_ids=tuple(ids)), ProductPatch(status="active"), request,
@@ -357,7 +357,7 @@ def test_a_search_reindex_raises_search_reindex_completed_at_its_end(wh, db):
 # -- wb.job.* from the job outcome's transaction ----------------------------------------------
 
 
-def wb_job(wh: Gatehouse):
+def wb_job(wh: Components):
     with Session(wh.engine) as s:
         acc = Account(name=f"acc-{uuid.uuid4().hex[:6]}")
         s.add(acc)
@@ -379,7 +379,7 @@ class Outcome:
     """The pipeline's outcome write (JobRuntime._apply): the row, and its event's outbox rows
     on a cursor of the same transaction (``also``)."""
 
-    def __init__(self, wh: Gatehouse) -> None:
+    def __init__(self, wh: Components) -> None:
         self.wh = wh
         self.calls = 0
         self.sent: list = []
@@ -433,7 +433,7 @@ def test_a_cancelled_wb_job_raises_wb_job_failed_in_the_cancel_transaction(wh, d
     failures = endpoint(wh, event_types=["wb.job.failed"])
     job = wb_job(wh)
 
-    cancelled = wh.cancel(job.id, actor="admin")
+    cancelled = wh.job_handlers.cancel(job.id, actor="admin")
 
     [failed] = deliveries(db, event_type="wb.job.failed")
     assert failed.endpoint_id == failures and cancelled.state == "failed"
@@ -444,11 +444,11 @@ def test_a_cancelled_wb_job_raises_wb_job_failed_in_the_cancel_transaction(wh, d
 
     # A cancel that is refused raises nothing more
     with pytest.raises(Conflict):
-        wh.cancel(job.id, actor="admin")
+        wh.job_handlers.cancel(job.id, actor="admin")
     assert len(deliveries(db)) == 1
 
 
-def ok_account(wh: Gatehouse, job_id: uuid.UUID) -> uuid.UUID:
+def ok_account(wh: Components, job_id: uuid.UUID) -> uuid.UUID:
     return wh.jobs.get(job_id).account_id
 
 
@@ -605,7 +605,7 @@ def test_start_replay_since_queues_one_replay_job(wh, db):
 # -- secrets -----------------------------------------------------------------------------------
 
 
-def attempt_of(wh: Gatehouse, ep: uuid.UUID) -> Run:
+def attempt_of(wh: Components, ep: uuid.UUID) -> Run:
     delivery_id, _ = wh.webhooks.send_test(ep)
     return begin(wh, delivery_id)
 

@@ -11,6 +11,8 @@ import json
 import os
 import time
 
+from redis import Redis
+
 from gatehouse.errors import JobPaused
 from gatehouse.gate import GateSpec
 from gatehouse.job_types import WB_USER_RETRY, JobType, register
@@ -22,12 +24,12 @@ RUNS_KEY = "probe:runs"
 
 
 @job(PROBE)
-def probe(ctx: JobContext) -> dict:
+def probe(ctx: JobContext, redis: Redis) -> dict:
     start = time.time()
     time.sleep(float(ctx.payload.get("seconds", 0)))
     if ctx.payload.get("fail"):
         raise RuntimeError(ctx.payload["fail"])
-    ctx.gatehouse.redis.rpush(
+    redis.rpush(
         RUNS_KEY,
         json.dumps({"job": str(ctx.job.id), "pid": os.getpid(), "start": start, "end": time.time()}),
     )
@@ -40,8 +42,8 @@ ATTEMPTS_KEY = "probe:attempts"
 
 
 @job(FLAKY)
-def probe_flaky(ctx: JobContext) -> dict:
-    ctx.gatehouse.redis.rpush(ATTEMPTS_KEY, json.dumps({"attempt": ctx.job.attempt, "at": time.time()}))
+def probe_flaky(ctx: JobContext, redis: Redis) -> dict:
+    redis.rpush(ATTEMPTS_KEY, json.dumps({"attempt": ctx.job.attempt, "at": time.time()}))
     if ctx.job.attempt < int(ctx.payload.get("succeed_on", 10**6)):
         raise WbUnavailable("WB failed on GET /ping (503: service unavailable)")
     return {"attempt": ctx.job.attempt}
@@ -60,14 +62,14 @@ GATED_SCHED_A = _gated("probe-sched-a", "scheduled", max_wait_ms=60_000)
 GATED_SCHED_B = _gated("probe-sched-b", "scheduled", max_wait_ms=60_000)
 
 
-def gated_probe(ctx: JobContext) -> dict:
-    redis, job_id = ctx.gatehouse.redis, str(ctx.job.id)
+def gated_probe(ctx: JobContext, redis: Redis) -> dict:
+    job_id = str(ctx.job.id)
     start = time.time()
     seconds = float(ctx.payload.get("seconds", 0))
     pause_ms = ctx.payload.get("pause_once_ms")
     if pause_ms and redis.set(f"probe:paused:{job_id}", 1, nx=True):
         time.sleep(seconds / 2)
-        _segment(ctx, start, paused=True)
+        _segment(ctx, redis, start, paused=True)
         raise JobPaused(
             "WB asked to wait",
             resume_at_ms=int(time.time() * 1000) + pause_ms,
@@ -78,12 +80,12 @@ def gated_probe(ctx: JobContext) -> dict:
     while time.time() < deadline:  # a long body checks its lease like a real one does before each WB call
         ctx.ensure_held()
         time.sleep(min(0.05, max(0, deadline - time.time())))
-    _segment(ctx, start, paused=False)
+    _segment(ctx, redis, start, paused=False)
     return {"ran": seconds}
 
 
-def _segment(ctx: JobContext, start: float, *, paused: bool) -> None:
-    ctx.gatehouse.redis.rpush(
+def _segment(ctx: JobContext, redis: Redis, start: float, *, paused: bool) -> None:
+    redis.rpush(
         RUNS_KEY,
         json.dumps(
             {"job": str(ctx.job.id), "account": str(ctx.job.account_id), "pid": os.getpid(),

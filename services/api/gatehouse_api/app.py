@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import falcon
 from dramatiq import Worker
 
-from gatehouse.composition import Gatehouse, bootstrap
+from gatehouse.composition import Components, bootstrap
 from gatehouse.settings import Settings, load_settings
 from gatehouse_api import console, errors
 from gatehouse_api.auth import Authenticate
@@ -34,7 +34,7 @@ from gatehouse_api.resources.health import Health, Metrics, Ready
 log = logging.getLogger(__name__)
 
 
-def create_app(gh: Gatehouse) -> falcon.App:
+def create_app(gh: Components) -> falcon.App:
     # The console signs in with a cookie (its own guard); everything else with a bearer token.
     ops, console_routes = console.build(gh)
     app = falcon.App(
@@ -108,7 +108,7 @@ def create_app(gh: Gatehouse) -> falcon.App:
 class Process:
     """What this API process hosts: its composition and, with role all, consumers."""
 
-    gatehouse: Gatehouse
+    gatehouse: Components
     consumers: Worker | None = None
 
     def start_consumers(self) -> None:
@@ -131,7 +131,7 @@ class Process:
 PROCESS: Process | None = None
 
 
-def compose(settings: Settings) -> Gatehouse:
+def compose(settings: Settings) -> Components:
     """The API's composition; with role all it is the worker's (consumer middleware, actors)."""
     if settings.backend_role != "all":
         return bootstrap(settings)

@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -28,8 +28,9 @@ from psycopg_pool import PoolTimeout
 from redis import RedisError
 
 from gatehouse import metrics
-from gatehouse.composition import Gatehouse
-from gatehouse.workers import DeadWorkers, Liveness, WorkerBeat, requeue_orphans
+from gatehouse.gate import RedisGate
+from gatehouse.jobs import JobStore
+from gatehouse.workers import DeadWorkers, Liveness, WorkerBeat
 from gatehouse_worker.runtime import JobContext
 
 log = logging.getLogger(__name__)
@@ -44,12 +45,30 @@ class Held:
     gate: tuple[str, str] | None = None
 
 
+@dataclass(frozen=True)
+class Beats:
+    """How often the keeper beats, and how long the leases it renews last (the settings of the same names)."""
+
+    worker_heartbeat_ms: int
+    job_heartbeat_ms: int
+    job_lease_ms: int
+    gate_heartbeat_ms: int
+    gate_lease_ms: int
+
+
 class LeaseKeeper:
-    def __init__(self, gh: Gatehouse, worker: str) -> None:
-        self.gh = gh
-        self.s = gh.settings
+    def __init__(
+        self,
+        jobs: JobStore,
+        gate: RedisGate,
+        liveness: Liveness,
+        requeue_orphans: Callable[[set[str]], int],
+        beats: Beats,
+        worker: str,
+    ) -> None:
+        self.jobs, self.gate, self.liveness, self.requeue_orphans = jobs, gate, liveness, requeue_orphans
+        self.s = beats
         self.worker = worker
-        self.liveness = Liveness(gh.redis, ttl_ms=self.s.worker_dead_after_ms)
         self.dead = DeadWorkers(self.liveness, worker)
         self.info = WorkerBeat()
         self._held: dict[tuple[uuid.UUID, int], Held] = {}
@@ -133,7 +152,7 @@ class LeaseKeeper:
 
     def renew_rows(self) -> None:
         held = self.held()
-        lost = self.gh.jobs.renew([h.ctx.claim for h in held], self.s.job_lease_ms)
+        lost = self.jobs.renew([h.ctx.claim for h in held], self.s.job_lease_ms)
         for h in held:
             if h.ctx.claim.key in lost and self._still_holds(h, h.gate):
                 log.warning("job %s lost its row to another worker; it stops", h.ctx.claim.job_id)
@@ -141,7 +160,7 @@ class LeaseKeeper:
 
     def renew_gates(self) -> None:
         held = [(h, h.gate) for h in self.held() if h.gate is not None]
-        lost = self.gh.gate.heartbeat_many([gate for _, gate in held], lease_ms=self.s.gate_lease_ms)
+        lost = self.gate.heartbeat_many([gate for _, gate in held], lease_ms=self.s.gate_lease_ms)
         for h, gate in held:
             if gate in lost and self._still_holds(h, gate):
                 log.warning("job %s lost the gate of account %s; it stops", h.ctx.claim.job_id, gate[0])
@@ -153,8 +172,8 @@ class LeaseKeeper:
             return self._held.get(held.ctx.claim.key) is held and held.gate == gate
 
     def recover(self) -> int:
-        dead = self.dead.look(self.gh.jobs.running_workers())
-        sent = requeue_orphans(self.gh.jobs, self.gh.dispatcher, dead)
+        dead = self.dead.look(self.jobs.running_workers())
+        sent = self.requeue_orphans(dead)
         if sent:
             log.info(
                 "requeued %d job(s) of dead worker(s) %s or expired leases", sent, ", ".join(sorted(dead))

@@ -150,13 +150,13 @@ def scheduler() -> None:
     from gatehouse_worker.wiring import apply_log_level, build
 
     apply_log_level(settings)
-    gh = build(settings)
-    actors = [a for a in gh.broker.actors.values() if "periodic" in a.options]
+    built = build(settings)
+    actors = [a for a in built.broker.actors.values() if "periodic" in a.options]
     print_periodic_actors(actors)
-    ticks = TickOnceScheduler(actors, gh.redis)
+    ticks = TickOnceScheduler(actors, built.redis)
     try:
         ticks.loop()
     except KeyboardInterrupt:
         pass
     finally:
-        gh.close()
+        built.close()

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from dramatiq import Broker, Middleware
 from dramatiq.common import q_name
 
 from gatehouse import metrics
-from gatehouse.composition import Gatehouse
-from gatehouse.reconcile import reconcile
 
 log = logging.getLogger(__name__)
 
@@ -46,20 +45,19 @@ class BootReconciliation(Middleware):
     duplicate message, which the row claim turns into a no-op.
     """
 
-    def __init__(self, gatehouse: Gatehouse) -> None:
-        self.gh = gatehouse
+    def __init__(self, reconcile: Callable[..., int]) -> None:
+        self.reconcile = reconcile
 
     def after_worker_boot(self, broker: Broker, worker: Any) -> None:
-        sent = reconcile(self.gh.jobs, self.gh.dispatcher, grace_ms=0)
-        metrics.RECONCILED.inc(sent)
+        metrics.RECONCILED.inc(self.reconcile(grace_ms=0))
 
 
 class CloseStores(Middleware):
     """Last thing at shutdown (first in the list, so its after-hook runs last)."""
 
-    def __init__(self, gatehouse: Gatehouse) -> None:
-        self.gh = gatehouse
+    def __init__(self, close: Callable[[], None]) -> None:
+        self.close = close
 
     def after_worker_shutdown(self, broker: Broker, worker: Any) -> None:
         log.info("closing Redis and the database pool")
-        self.gh.close()
+        self.close()

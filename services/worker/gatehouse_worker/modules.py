@@ -18,8 +18,7 @@ from dramatiq import Broker, Middleware
 from psycopg import OperationalError
 from sqlalchemy.exc import SQLAlchemyError
 
-from gatehouse.composition import Gatehouse
-from gatehouse.modules import MODULES
+from gatehouse.modules import MODULES, ModuleStates
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +26,8 @@ MODULE_POLL_S = 0.5
 
 
 class ModulePauses(Middleware):
-    def __init__(self, gh: Gatehouse) -> None:
-        self.gh = gh
+    def __init__(self, modules: ModuleStates) -> None:
+        self.modules = modules
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.paused: set[str] = set()
@@ -47,7 +46,7 @@ class ModulePauses(Middleware):
 
     def _apply(self, worker: Any) -> None:
         try:
-            states = self.gh.modules.all(fresh=True)
+            states = self.modules.all(fresh=True)
         except (SQLAlchemyError, OperationalError) as exc:
             log.warning("cannot read the modules (%s); consumers stay as they are", exc)
             return

@@ -16,46 +16,48 @@
   message. The row is written before the message is sent: if the send fails,
   the row says where the job stands and reconciliation re-sends it.
 
-``JobRuntime`` is the one Dramatiq middleware for jobs: it notes each message
-for its actor (``before_process_message``) and owns the process's lease keeper
-(boot and shutdown). The actor of a job type calls ``JobRuntime.run``.
+``JobRuntime`` is the one Dramatiq middleware for jobs: it owns the process's
+lease keeper (boot and shutdown). The actor of a job type takes the job id and
+the message's number as its two arguments and calls ``JobRuntime.run``; every
+row write is a unit of work (gatehouse.uow), which sends the next message.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dramatiq import Actor, Broker, Middleware
 from dramatiq.common import current_millis
 from psycopg import OperationalError
 from psycopg_pool import PoolTimeout
-from redis import RedisError
+from redis import Redis, RedisError
+from sqlalchemy.exc import OperationalError as SaOperationalError
+from sqlalchemy.exc import TimeoutError as SaPoolTimeout
 
 from gatehouse import metrics
 from gatehouse import progress as P
 from gatehouse import run_decision as rd
-from gatehouse.composition import Gatehouse
+from gatehouse.dispatch import Dispatcher
 from gatehouse.errors import JobPaused, PermanentJobError, RetryLater
-from gatehouse.events import on_cursor
-from gatehouse.gate import job_of, owner, released_key
-from gatehouse.job_types import JobType, outcome_event
-from gatehouse.jobs import Claim, Delivery, datetime_to_ms
-from gatehouse.modules import module_of_queue
+from gatehouse.gate import RedisGate, job_of, owner, released_key
+from gatehouse.job_types import JobType, Policies, outcome_event
+from gatehouse.jobs import Claim, JobMessage, JobStore, datetime_to_ms
+from gatehouse.modules import ModuleStates, module_of_queue
+from gatehouse.uow import UnitOfWork
 from gatehouse.wb import pauses
-from gatehouse.workers import process_name
 from gatehouse_worker.leases import LeaseKeeper
-from gatehouse_worker.runtime import Body, JobContext
+from gatehouse_worker.runtime import JobContext, WbAccess
 
 log = logging.getLogger(__name__)
 
-DB_DOWN = (OperationalError, PoolTimeout)
-# A delivery that could not be claimed because PostgreSQL did not answer comes
+# PostgreSQL not answering, through psycopg (the job store's statements) or SQLAlchemy (a transaction).
+DB_DOWN = (OperationalError, PoolTimeout, SaOperationalError, SaPoolTimeout)
+# A message that could not be claimed because PostgreSQL did not answer comes
 # back after this long (reconciliation is the net below it).
 CLAIM_RETRY_MS = 5_000
 # A message of a module that is off comes back after this long (its consumer is paused by then).
@@ -69,13 +71,37 @@ def error_info(exc: BaseException) -> dict[str, Any]:
     return {"code": code, "message": str(exc) or type(exc).__name__}
 
 
+@dataclass(frozen=True)
+class GateTimings:
+    """The gate's settings as the pipeline uses them (GATE_*; JOB_LEASE_MS bounds a write's retries)."""
+
+    enabled: bool
+    lease_ms: int
+    wanted_ttl_ms: int
+    poll_delay_ms: int
+    job_lease_ms: int
+
+
 class JobRuntime(Middleware):
-    def __init__(self, gh: Gatehouse) -> None:
-        self.gh = gh
-        self.s = gh.settings
-        self.timings = rd.Timings.from_settings(gh.settings)
-        self.leases = LeaseKeeper(gh, process_name())
-        self._message = threading.local()
+    def __init__(
+        self,
+        *,
+        uow: UnitOfWork,
+        jobs: JobStore,
+        gate: RedisGate,
+        redis: Redis,
+        dispatcher: Dispatcher,
+        modules: ModuleStates,
+        policies: Policies,
+        leases: LeaseKeeper,
+        wb_access: WbAccess,
+        timings: rd.Timings,
+        gate_timings: GateTimings,
+    ) -> None:
+        self.uow, self.jobs, self.gate, self.redis = uow, jobs, gate, redis
+        self.dispatcher, self.modules, self.policies = dispatcher, modules, policies
+        self.leases, self.wb_access = leases, wb_access
+        self.timings, self.g = timings, gate_timings
 
     # -- Dramatiq hooks ------------------------------------------------------------
 
@@ -91,19 +117,15 @@ class JobRuntime(Middleware):
             if held.gate is not None and not held.ctx.lost.is_set():
                 self._gate(lambda: self._release(*held.gate))  # noqa: B023 - called at once
 
-    def before_process_message(self, broker: Broker, message: Any) -> None:
-        self._message.current = message
-
     # -- the pipeline --------------------------------------------------------------
 
-    def run(self, job_type: JobType, body: Body) -> None:
-        message = self._message.current
-        if self._module_off(job_type, message):
+    def run(self, job_type: JobType, body: Callable[[JobContext], Any], job_id: str, number: int) -> None:
+        if self._module_off(job_type, job_id, number):
             return
-        claim = self._claim(job_type, message)
+        claim = self._claim(job_type, job_id, number)
         if claim is None:
             return
-        ctx = JobContext(gatehouse=self.gh, claim=claim)
+        ctx = JobContext(claim=claim, jobs=self.jobs, wb_access=self.wb_access, poll_delay_ms=self.g.poll_delay_ms)
         self.leases.add(ctx)
         try:
             facts, outcome = self._admit(job_type, ctx)
@@ -114,50 +136,47 @@ class JobRuntime(Middleware):
             # (and a renewal racing that write must not take it for a lost lease).
             self.leases.remove(ctx)
         facts = replace(facts, lost=ctx.lost.is_set())
-        transition = rd.decide(facts, job_type.policy(self.s), outcome, self.timings, current_millis())
+        transition = rd.decide(facts, self.policies.of(job_type), outcome, self.timings, current_millis())
         self._apply(ctx, transition, job_type)
 
-    def _module_off(self, job_type: JobType, message: Any) -> bool:
+    def _put_back(self, job_type: JobType, job_id: str, number: int, delay_ms: int, why: str) -> None:
+        """The message again, later and unchanged: it was not claimed, so the row still waits for it."""
+        message = JobMessage(uuid.UUID(job_id), job_type.queue, job_type.name, number, current_millis() + delay_ms)
+        try:
+            self.dispatcher.send(message)
+        except RedisError:
+            log.warning("could not put back the message of job %s (%s); reconciliation will", job_id, why)
+
+    def _module_off(self, job_type: JobType, job_id: str, number: int) -> bool:
         """A message prefetched before its module went off goes back unclaimed (gatehouse_worker.modules)."""
         module = module_of_queue(job_type.queue)
-        if module is None or self.gh.modules.state(module.name).on:
+        if module is None or self.modules.state(module.name).on:
             return False
-        try:
-            self.gh.broker.enqueue(message.copy(), delay=MODULE_OFF_RETRY_MS)
-        except RedisError:
-            log.warning("could not put back a message of module %s; reconciliation will", module.name)
+        self._put_back(job_type, job_id, number, MODULE_OFF_RETRY_MS, f"module {module.name} is off")
         return True
 
-    def _claim(self, job_type: JobType, message: Any) -> Claim | None:
+    def _claim(self, job_type: JobType, job_id: str, number: int) -> Claim | None:
         try:
-            job_id, delivery = uuid.UUID(message.args[0]), int(message.options["delivery"])
-        except (IndexError, KeyError, TypeError, ValueError):
-            log.error("malformed job message %s dropped: %r", message.message_id, message)
-            return None
-        try:
-            claim = self.gh.jobs.claim(
-                job_id,
-                delivery,
-                self.s.job_lease_ms,
+            claim = self.jobs.claim(
+                uuid.UUID(job_id),
+                number,
+                self.g.job_lease_ms,
                 worker=self.leases.worker,
                 start=not self._gated(job_type),
             )
         except DB_DOWN:
             log.warning("cannot claim job %s: PostgreSQL unavailable; again in %d ms", job_id, CLAIM_RETRY_MS)
-            try:
-                self.gh.broker.enqueue(message.copy(), delay=CLAIM_RETRY_MS)
-            except RedisError:
-                log.warning("could not re-enqueue job %s; reconciliation will", job_id)
+            self._put_back(job_type, job_id, number, CLAIM_RETRY_MS, "PostgreSQL unavailable")
             return None
         if claim is None:
-            log.debug("delivery %d of job %s is stale or a duplicate; dropped", delivery, job_id)
+            log.debug("message %d of job %s is stale or a duplicate; dropped", number, job_id)
             metrics.JOB_DELIVERIES.labels(outcome="stale").inc()
             return None
         metrics.JOB_DELIVERIES.labels(outcome="claimed").inc()
         return claim
 
     def _gated(self, job_type: JobType) -> bool:
-        return job_type.gate is not None and self.s.gate_enabled
+        return job_type.gate is not None and self.g.enabled
 
     def _admit(self, job_type: JobType, ctx: JobContext) -> tuple[rd.RunFacts, rd.Outcome | None]:
         """The gate (for gated types): the facts for the decision, and GateBusy when it must wait."""
@@ -176,13 +195,13 @@ class JobRuntime(Middleware):
             return facts, None
         account, me = str(job.account_id), owner(job.queue, job.id)
         try:
-            acquired = self.gh.gate.acquire(
+            acquired = self.gate.acquire(
                 account,
                 me,
                 tier=job_type.gate.tier,
-                lease_ms=self.s.gate_lease_ms,
-                wanted_ttl_ms=self.s.gate_wanted_ttl_ms,
-                waiting_ttl_ms=self.s.gate_poll_delay_ms * 10,
+                lease_ms=self.g.lease_ms,
+                wanted_ttl_ms=self.g.wanted_ttl_ms,
+                waiting_ttl_ms=self.g.poll_delay_ms * 10,
                 first_wait_ms=facts.enqueued_ms,
             )
         except RedisError as exc:
@@ -196,10 +215,10 @@ class JobRuntime(Middleware):
             self._observe_handoff(account, facts.waiting_since_ms)
         return replace(facts, holds_gate=True), None
 
-    def _body(self, body: Body, ctx: JobContext, *, started: bool) -> rd.Outcome:
+    def _body(self, body: Callable[[JobContext], Any], ctx: JobContext, *, started: bool) -> rd.Outcome:
         # A job without a gate was started by its claim (one statement); an admitted one starts here.
         if not started and not self._write(
-            lambda: self.gh.jobs.start(ctx.claim, P.stored(P.RUNNING)), ctx.job.id
+            lambda: self.jobs.start(ctx.claim, P.stored(P.RUNNING)), ctx.job.id
         ):
             ctx.lost.set()
             return rd.Paused(current_millis(), P.WAITING_ACCOUNT, "lease-lost")
@@ -228,7 +247,7 @@ class JobRuntime(Middleware):
             return
         try:
             pauses.record(
-                self.gh.redis,
+                self.redis,
                 str(ctx.job.account_id),
                 ctx.job.id,
                 at_ms=current_millis(),
@@ -249,55 +268,44 @@ class JobRuntime(Middleware):
         job, claim = ctx.job, ctx.claim
         if t.kind in ("complete", "skip", "fail"):
             state = "failed" if t.kind == "fail" else "completed"
-            sent: list[Delivery] = []
-
-            def raise_events(cur: Any) -> None:
-                # The outcome's event, in the outcome's transaction (a retried write starts afresh).
-                event = outcome_event(job_type, job, FINISHED[t.kind], result=t.result, error=t.error)
-                sent[:] = self.gh.events.publish(on_cursor(cur), event)
-
-            self._write(
-                lambda: self.gh.jobs.finish(
-                    claim,
-                    state=state,
-                    progress=P.stored(t.phase, reason=t.reason),
-                    result=t.result,
-                    error=t.error,
-                    also=raise_events if job_type.emits else None,
-                ),
-                job.id,
-            )
-            for delivery in sent:
-                self.send(delivery)
+            progress = P.stored(t.phase, reason=t.reason)
+            self._write(lambda: self._finish(job_type, claim, state, progress, t), job.id)
             metrics.JOBS_FINISHED.labels(type=job.type, outcome=FINISHED[t.kind]).inc()
             if t.kind == "skip":
                 log.info("scheduled job %s skipped: account %s stayed busy", job.id, job.account_id)
             elif t.kind == "fail":
                 log.error("job %s failed after attempt %d: %s", job.id, job.attempt, t.error)
-        else:
-            extra = {"waitingSince": t.waiting_since_ms} if t.waiting_since_ms is not None else {}
-            progress = P.stored(t.phase, resume_at_ms=t.eta_ms, reason=t.reason, **extra)
-            delivery = self._write(
-                lambda: self.gh.jobs.reschedule(
-                    claim,
-                    eta_ms=t.eta_ms,
-                    progress=progress,
-                    consume_attempt=t.consumes_attempt,
-                    error=t.error,
-                ),
-                job.id,
-            )
-            if t.kind == "retry":
-                metrics.JOBS_FINISHED.labels(type=job.type, outcome="retrying").inc()
-            elif t.phase == P.WAITING_ACCOUNT:
-                metrics.WB_RESCHEDULES.labels(scope="account-gate").inc()
-            elif t.phase == P.RATE_LIMITED:
-                metrics.WB_RESCHEDULES.labels(scope=t.reason).inc()
-            # The gate effect first: a kept lease must be extended before the job can run again.
             self._gate_effect(ctx, t.gate)
-            self.send(delivery)
             return
-        self._gate_effect(ctx, t.gate)
+        extra = {"waitingSince": t.waiting_since_ms} if t.waiting_since_ms is not None else {}
+        progress = P.stored(t.phase, resume_at_ms=t.eta_ms, reason=t.reason, **extra)
+
+        def reschedule() -> None:
+            with self.uow.autocommit() as tx:
+                self.jobs.reschedule(
+                    tx, claim, eta_ms=t.eta_ms, progress=progress, consume_attempt=t.consumes_attempt, error=t.error
+                )
+                # The gate effect before the message goes out (at the end of the unit of work): a kept
+                # lease must be extended before the job can run again.
+                self._gate_effect(ctx, t.gate)
+
+        self._write(reschedule, job.id)
+        if t.kind == "retry":
+            metrics.JOBS_FINISHED.labels(type=job.type, outcome="retrying").inc()
+        elif t.phase == P.WAITING_ACCOUNT:
+            metrics.WB_RESCHEDULES.labels(scope="account-gate").inc()
+        elif t.phase == P.RATE_LIMITED:
+            metrics.WB_RESCHEDULES.labels(scope=t.reason).inc()
+
+    def _finish(self, job_type: JobType, claim: Claim, state: str, progress: dict, t: rd.Transition) -> None:
+        """The outcome; a type that emits raises its event in the same transaction (a retried write starts afresh)."""
+        if not job_type.emits:
+            with self.uow.autocommit() as tx:
+                self.jobs.finish(tx, claim, state=state, progress=progress, result=t.result, error=t.error)
+            return
+        with self.uow.begin() as tx:
+            if self.jobs.finish(tx, claim, state=state, progress=progress, result=t.result, error=t.error):
+                tx.publish(outcome_event(job_type, claim.job, FINISHED[t.kind], result=t.result, error=t.error))
 
     def _write(self, write: Callable[[], Any], job_id: uuid.UUID) -> Any:
         """A row write that rides out a short PostgreSQL outage, up to the row's lease.
@@ -305,7 +313,7 @@ class JobRuntime(Middleware):
         Past that the row may be requeued by another worker anyway, and this
         run's write would be fenced out; the row stays as it was, recoverable.
         """
-        deadline = time.monotonic() + self.s.job_lease_ms / 1000
+        deadline = time.monotonic() + self.g.job_lease_ms / 1000
         pause = 0.1
         while True:
             try:
@@ -327,13 +335,13 @@ class JobRuntime(Middleware):
         account, me = str(job.account_id), owner(job.queue, job.id)
         self.leases.drop_gate(ctx)
         if effect.action == "forget":
-            self._gate(lambda: self.gh.gate.forget(account, me))
+            self._gate(lambda: self.gate.forget(account, me))
         elif effect.action == "release":
             self._gate(lambda: self._release(account, me))
         elif effect.action == "yield":
             self._gate(lambda: self._yield_or_keep(account, me, effect.lease_ms))
         else:  # keep
-            self._gate(lambda: self.gh.gate.extend(account, me, lease_ms=effect.lease_ms))
+            self._gate(lambda: self.gate.extend(account, me, lease_ms=effect.lease_ms))
 
     def _gate(self, step: Callable[[], Any]) -> None:
         try:
@@ -342,59 +350,53 @@ class JobRuntime(Middleware):
             log.warning("gate step failed (%s); the lease expires on its own", exc)
 
     def _release(self, account: str, me: str) -> None:
-        released = self.gh.gate.release(account, me)
+        released = self.gate.release(account, me)
         if released.released:
             self._wake(account, released.best_waiter)
 
     def _yield_or_keep(self, account: str, me: str, lease_ms: int) -> None:
-        yielded = self.gh.gate.yield_if_wanted(account, me)
+        yielded = self.gate.yield_if_wanted(account, me)
         if yielded.released:
             self._wake(account, yielded.best_waiter)
         else:
-            self.gh.gate.extend(account, me, lease_ms=lease_ms)
+            self.gate.extend(account, me, lease_ms=lease_ms)
 
     def _wake(self, account: str, best: str | None) -> None:
         """Make the best waiter due now; the row claim turns its old delayed copy into a no-op."""
         if best is None:
             return
-        self.gh.redis.set(released_key(account), current_millis(), px=self.s.gate_lease_ms)
+        self.redis.set(released_key(account), current_millis(), px=self.g.lease_ms)
         for _ in range(WAKE_TRIES):
             if best is None:
                 return
-            delivery = self.gh.jobs.wake(job_of(best), phase=P.WAITING_ACCOUNT)
-            if delivery is not None:
-                self.send(delivery)
+            with self.uow.autocommit() as tx:
+                woken = self.jobs.wake(tx, job_of(best), phase=P.WAITING_ACCOUNT)
+            if woken:
                 return
-            self.gh.gate.forget(account, best)  # finished, or no longer parked on the gate
-            best = self.gh.gate.inspect(account).best_waiter
+            self.gate.forget(account, best)  # finished, or no longer parked on the gate
+            best = self.gate.inspect(account).best_waiter
 
     def _observe_handoff(self, account: str, waiting_since_ms: int) -> None:
         now = current_millis()
         metrics.GATE_WAIT.observe((now - waiting_since_ms) / 1000)
         try:
-            released = self.gh.redis.getdel(released_key(account))
+            released = self.redis.getdel(released_key(account))
         except RedisError:
             return
         if released is not None:
             metrics.GATE_HANDOFF.observe(max(0, now - int(released)) / 1000)
 
-    def send(self, delivery: Delivery | None) -> None:
-        if delivery is None:  # fenced out: another worker owns the row now
+
+def declare(broker: Broker, runtime: JobRuntime, job_type: JobType, body: Callable[[JobContext], Any]) -> Actor:
+    """The Dramatiq actor of a job type: the job id and the message's number are its arguments."""
+
+    def run(job_id: str, number: int | None = None) -> None:
+        if number is None:  # a message of an older release (its number was an option): the row's is sent again
+            log.warning("job %s: a message without its number is dropped; reconciliation sends it again", job_id)
             return
-        try:
-            self.gh.dispatcher.send(delivery)
-        except RedisError as exc:
-            log.warning("job %s rescheduled but not enqueued (%s); reconciliation will", delivery.job_id, exc)
+        runtime.run(job_type, body, job_id, number)
 
-
-def declare(broker: Broker, runtime: JobRuntime, job_type: JobType, body: Body) -> Actor:
-    """The Dramatiq actor of a job type: its only argument is the job id; the runtime does the rest."""
-
-    def run(job_id: str) -> None:
-        runtime.run(job_type, body)
-
-    run.__name__ = run.__qualname__ = body.__name__
-    run.__module__ = body.__module__
+    run.__name__ = run.__qualname__ = job_type.name.replace(".", "_").replace("-", "_").replace(":", "_")
     return Actor(
         run, broker=broker, actor_name=job_type.name, queue_name=job_type.queue, priority=0, options={}
     )

@@ -1,33 +1,53 @@
 """What a job body sees while it runs, and how job bodies are declared.
 
-A job body is a plain function ``body(ctx) -> dict | None`` registered with
-``@job(JOB_TYPE)``; the returned dict becomes the row's ``result``. Claiming
+A job body is a plain function ``body(ctx, **collaborators) -> dict | None``
+registered with ``@job(JOB_TYPE)``; the returned dict becomes the row's
+``result``. Its parameters after ``ctx`` name what it uses (``webhooks``,
+``catalog``, ``data`` …): the worker's composition root passes exactly those
+(gatehouse_worker.wiring), so a body's dependencies are its signature. Claiming
 the row, the gate, progress and retries happen around it, in the job pipeline
 (gatehouse_worker.pipeline); the body only does its work and saves checkpoints.
 """
 
 from __future__ import annotations
 
+import inspect
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from dramatiq.common import current_millis
 
-from gatehouse.composition import Gatehouse
+from gatehouse.accounts import Accounts
+from gatehouse.bucket import RedisTokenBucket
 from gatehouse.errors import JobPaused
 from gatehouse.job_types import JobType
-from gatehouse.jobs import Claim
+from gatehouse.jobs import Claim, JobStore
 from gatehouse.progress import RATE_LIMITED, WAITING_ACCOUNT
+from gatehouse.settings import Settings
 from gatehouse.wb.client import WbClient
+from gatehouse.wb.limits import Limit
+
+
+@dataclass(frozen=True)
+class WbAccess:
+    """What a WB-heavy job needs to call WB for its account: the token, the account's buckets, the limits."""
+
+    settings: Settings  # the WB hosts and timeouts (WbClient)
+    accounts: Accounts
+    buckets: RedisTokenBucket
+    limits: dict[str, Limit]
+    max_sleep_ms: int  # WB_BUCKET_MAX_SLEEP_MS: a longer wait for a token pauses the job instead
 
 
 @dataclass
 class JobContext:
-    gatehouse: Gatehouse
     claim: Claim
+    jobs: JobStore
+    wb_access: WbAccess
+    poll_delay_ms: int  # GATE_POLL_DELAY_MS: a run that lost its lease waits this long, then runs again
     # Set by the lease keeper when the run lost its row or gate lease: it stops before its next call.
     lost: threading.Event = field(default_factory=threading.Event)
 
@@ -41,10 +61,10 @@ class JobContext:
 
     def wb(self) -> WbClient:
         """The WB client of this job's account; every call first checks the job still holds its lease."""
-        gh = self.gatehouse
+        access = self.wb_access
         return WbClient(
-            gh.settings,
-            gh.accounts.wb_token(self.job.account_id),
+            access.settings,
+            access.accounts.wb_token(self.job.account_id),
             job_id=str(self.job.id),
             run=self.claim.claims,
             before_call=self.before_wb_call,
@@ -56,11 +76,12 @@ class JobContext:
         A short wait is slept here; a long one pauses the job (rate-limited, no
         attempt) until the bucket allows the call, so no worker thread idles.
         """
-        gh, limit = self.gatehouse, self.gatehouse.wb_limits[bucket]
+        access = self.wb_access
+        limit = access.limits[bucket]
         while True:
             self.ensure_held()
             now = current_millis()
-            wait = gh.buckets.take(
+            wait = access.buckets.take(
                 str(self.job.account_id),
                 bucket,
                 burst=limit.burst,
@@ -70,7 +91,7 @@ class JobContext:
             )
             if wait == 0:
                 return
-            if wait > gh.settings.wb_bucket_max_sleep_ms:
+            if wait > access.max_sleep_ms:
                 raise JobPaused(
                     f"the account's {bucket} bucket is empty for {wait} ms",
                     resume_at_ms=now + wait,
@@ -86,7 +107,7 @@ class JobContext:
 
     def save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Record progress after each page, so a pause, retry or crash resumes here."""
-        if not self.gatehouse.jobs.save_checkpoint(self.claim, checkpoint):
+        if not self.jobs.save_checkpoint(self.claim, checkpoint):
             self.lost.set()
             self.ensure_held()
         self.claim.job.checkpoint = checkpoint
@@ -96,13 +117,13 @@ class JobContext:
         if self.lost.is_set():
             raise JobPaused(
                 "the job lost its lease; it waits to run again",
-                resume_at_ms=current_millis() + self.gatehouse.settings.gate_poll_delay_ms,
+                resume_at_ms=current_millis() + self.poll_delay_ms,
                 phase=WAITING_ACCOUNT,
                 reason="lease-lost",
             )
 
 
-Body = Callable[[JobContext], "dict[str, Any] | None"]
+Body = Callable[..., "dict[str, Any] | None"]
 JOBS: dict[str, tuple[JobType, Body]] = {}
 
 
@@ -114,3 +135,13 @@ def job(job_type: JobType) -> Callable[[Body], Body]:
         return body
 
     return register
+
+
+def bind(body: Body, collaborators: Mapping[str, Any]) -> Callable[[JobContext], dict[str, Any] | None]:
+    """``body`` with the collaborators its parameters after ``ctx`` name (a name the root lacks fails now)."""
+    names = list(inspect.signature(body).parameters)[1:]
+    missing = [n for n in names if n not in collaborators]
+    if missing:
+        raise TypeError(f"job body {body.__module__}.{body.__name__} asks for {missing}, which the worker lacks")
+    given = {n: collaborators[n] for n in names}
+    return lambda ctx: body(ctx, **given)

@@ -10,63 +10,73 @@ A disabled schedule keeps its actor (an admin may still run it) but gets no cron
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 
-from dramatiq import Actor
+from dramatiq import Actor, Broker
 from periodiq import cron
+from redis import Redis
 
 from gatehouse import metrics
-from gatehouse.composition import Gatehouse
-from gatehouse.modules import module_of_queue
-from gatehouse.reconcile import reconcile
-from gatehouse.schedules import FANOUT_QUEUE, Schedule, record_run, schedules
+from gatehouse.accounts import Accounts
+from gatehouse.modules import ModuleStates, module_of_queue
+from gatehouse.schedules import FANOUT_QUEUE, Schedule, record_run
 
 log = logging.getLogger(__name__)
 MAINTENANCE_QUEUE = "maintenance"
 
 
-def fan_out(gh: Gatehouse, schedule: Schedule) -> tuple[int, int]:
+def fan_out(
+    schedule: Schedule, *, submit: Callable[..., tuple], modules: ModuleStates, accounts: Accounts, redis: Redis
+) -> tuple[int, int]:
     """One job per active account (a single-job schedule: one job); returns (created, already running)."""
     payload = schedule.payload()
     created = running = 0
     module = module_of_queue(schedule.job_type.queue)
-    if module is not None and not gh.modules.state(module.name, fresh=True).on:
-        record_run(gh.redis, schedule.name, datetime.now(UTC))
+    if module is not None and not modules.state(module.name, fresh=True).on:
+        record_run(redis, schedule.name, datetime.now(UTC))
         log.info("%s: module %s is off; nothing created", schedule.name, module.name)
         return created, running
-    for account_id in gh.accounts.active_ids() if schedule.per_account else [None]:
-        _, new = gh.submit(schedule.job_type, account_id=account_id, payload=payload)
+    for account_id in accounts.active_ids() if schedule.per_account else [None]:
+        _, new = submit(schedule.job_type, account_id=account_id, payload=payload)
         created, running = created + new, running + (not new)
-    record_run(gh.redis, schedule.name, datetime.now(UTC))
+    record_run(redis, schedule.name, datetime.now(UTC))
     log.info("%s: %d job(s) created, %d already running", schedule.name, created, running)
     return created, running
 
 
-def declare_schedules(gh: Gatehouse) -> list[Actor]:
+def declare_schedules(
+    broker: Broker,
+    schedules: dict[str, Schedule],
+    *,
+    reconcile: Callable[[], int],
+    reconcile_cron: str,
+    fan_out: Callable[[Schedule], object],
+) -> list[Actor]:
     def reconcile_tick() -> None:
-        metrics.RECONCILED.inc(reconcile(gh.jobs, gh.dispatcher, grace_ms=gh.settings.reconcile_grace_ms))
+        metrics.RECONCILED.inc(reconcile())
 
     actors = [
         Actor(
             reconcile_tick,
-            broker=gh.broker,
+            broker=broker,
             actor_name="maintenance:reconcile",
             queue_name=MAINTENANCE_QUEUE,
             priority=0,
-            options={"periodic": cron(gh.settings.reconcile_interval_cron)},
+            options={"periodic": cron(reconcile_cron)},
         )
     ]
-    for schedule in schedules(gh.settings.schedules).values():
+    for schedule in schedules.values():
 
         def tick(schedule: Schedule = schedule) -> None:
-            fan_out(gh, schedule)
+            fan_out(schedule)
 
         tick.__name__ = tick.__qualname__ = f"fan_out_{schedule.name.replace('-', '_')}"
         options = {"periodic": cron(schedule.cron)} if schedule.enabled else {}
         actors.append(
             Actor(
                 tick,
-                broker=gh.broker,
+                broker=broker,
                 actor_name=schedule.actor,
                 queue_name=FANOUT_QUEUE,
                 priority=0,

@@ -1,31 +1,42 @@
-"""The consumer side of the composition: the middleware, job actors, ticks.
+"""The worker's composition root: the consumer middleware, the job actors and their collaborators, the ticks.
 
-``setup`` is what the dramatiq CLI and the scheduler load
-(``gatehouse_worker.wiring:setup``); the API calls ``build`` to host consumers
-in-process when BACKEND_ROLE=all. Each middleware is one concern and none calls
-another; how a job message runs is the job pipeline (gatehouse_worker.pipeline).
+``setup`` is what the dramatiq CLI loads in each worker process
+(``gatehouse_worker.wiring:setup``); the scheduler and the API (hosting
+consumers in-process when BACKEND_ROLE=all) call ``build``. Here, and only
+here, the worker's components get their collaborators from what
+``gatehouse.composition.bootstrap`` built. Each middleware is one concern and
+none calls another; how a job message runs is the job pipeline
+(gatehouse_worker.pipeline).
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+from functools import partial
+from typing import Any
 
 import dramatiq
 from dramatiq import Middleware
 from periodiq import PeriodiqMiddleware
 
 from gatehouse import job_types as jt
-from gatehouse.composition import Gatehouse, bootstrap
-from gatehouse.schedules import FANOUT_QUEUE
-from gatehouse.settings import Settings, load_settings
+from gatehouse import run_decision as rd
+from gatehouse.composition import Components, bootstrap
+from gatehouse.schedules import FANOUT_QUEUE, schedules
+from gatehouse.settings import Settings
 from gatehouse.sweeps import SWEEPS
+from gatehouse.wb.tables import WbData
+from gatehouse.workers import Liveness, process_name
 from gatehouse_worker import runtime
 from gatehouse_worker.health import ConsumerLiveness
+from gatehouse_worker.jobs.notifications import SmtpConfig
+from gatehouse_worker.leases import Beats, LeaseKeeper
 from gatehouse_worker.middleware import BootReconciliation, CloseStores, IdlePoll
 from gatehouse_worker.modules import ModulePauses
-from gatehouse_worker.pipeline import JobRuntime, declare
-from gatehouse_worker.schedules import MAINTENANCE_QUEUE, declare_schedules
+from gatehouse_worker.pipeline import GateTimings, JobRuntime, declare
+from gatehouse_worker.runtime import WbAccess
+from gatehouse_worker.schedules import MAINTENANCE_QUEUE, declare_schedules, fan_out
 
 # A tick older than this is dropped: the next one comes soon enough.
 TICK_SKIP_DELAY_S = 30
@@ -41,39 +52,92 @@ QUIET_QUEUES = frozenset(
 )
 
 
-def consumer_middleware(gh: Gatehouse) -> list[Middleware]:
-    return [
-        CloseStores(gh),  # first, so its after_worker_shutdown runs last
-        IdlePoll(
-            gh.settings.worker_idle_poll_ms,
-            quiet_ms=gh.settings.worker_quiet_poll_ms,
-            quiet_queues=QUIET_QUEUES,
+def job_runtime(c: Components) -> JobRuntime:
+    s = c.settings
+    leases = LeaseKeeper(
+        c.jobs,
+        c.gate,
+        Liveness(c.redis, ttl_ms=s.worker_dead_after_ms),
+        c.job_handlers.requeue_orphans,
+        Beats(
+            worker_heartbeat_ms=s.worker_heartbeat_ms,
+            job_heartbeat_ms=s.job_heartbeat_ms,
+            job_lease_ms=s.job_lease_ms,
+            gate_heartbeat_ms=s.gate_heartbeat_ms,
+            gate_lease_ms=s.gate_lease_ms,
         ),
+        process_name(),
+    )
+    return JobRuntime(
+        uow=c.uow,
+        jobs=c.jobs,
+        gate=c.gate,
+        redis=c.redis,
+        dispatcher=c.dispatcher,
+        modules=c.modules,
+        policies=c.policies,
+        leases=leases,
+        wb_access=WbAccess(s, c.accounts, c.buckets, c.wb_limits, max_sleep_ms=s.wb_bucket_max_sleep_ms),
+        timings=rd.Timings.from_settings(s),
+        gate_timings=GateTimings(
+            enabled=s.gate_enabled,
+            lease_ms=s.gate_lease_ms,
+            wanted_ttl_ms=s.gate_wanted_ttl_ms,
+            poll_delay_ms=s.gate_poll_delay_ms,
+            job_lease_ms=s.job_lease_ms,
+        ),
+    )
+
+
+def consumer_middleware(c: Components) -> list[Middleware]:
+    s = c.settings
+    return [
+        CloseStores(c.close),  # first, so its after_worker_shutdown runs last
+        IdlePoll(s.worker_idle_poll_ms, quiet_ms=s.worker_quiet_poll_ms, quiet_queues=QUIET_QUEUES),
         PeriodiqMiddleware(skip_delay=TICK_SKIP_DELAY_S),
-        JobRuntime(gh),
-        ModulePauses(gh),
-        BootReconciliation(gh),
-        ConsumerLiveness(gh.settings),
+        job_runtime(c),
+        ModulePauses(c.modules),
+        BootReconciliation(c.job_handlers.reconcile),
+        ConsumerLiveness(s),
     ]
 
 
-def job_runtime(gh: Gatehouse) -> JobRuntime:
-    return next(m for m in gh.broker.middleware if isinstance(m, JobRuntime))
+def body_collaborators(c: Components) -> dict[str, Any]:
+    """What a job body may name after ``ctx`` (gatehouse_worker.runtime.bind), by name."""
+    s = c.settings
+    return {
+        "catalog": c.catalog_handlers,
+        "webhooks": c.webhook_handlers,
+        "sweeps": c.sweep_handlers,
+        "notifications": c.notifications,
+        "smtp": SmtpConfig(s.smtp_url, s.mail_from, s.smtp_timeout_ms),
+        "data": WbData(c.engine),
+        "report_page_rows": s.wb_report_page_rows,
+        "redis": c.redis,
+    }
 
 
-def build(settings: Settings | None = None) -> Gatehouse:
-    settings = settings or load_settings()
+def build(settings: Settings) -> Components:
     # httpx logs each request at INFO: webhook attempts have their rows, WB calls their
     # metrics, and a log line per request costs a busy webhook worker ~5 % of its CPU.
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    gh = bootstrap(settings, consumer_middleware=consumer_middleware)
+    c = bootstrap(settings, consumer_middleware=consumer_middleware)
     for module in settings.job_modules:
         importlib.import_module(module)
-    jobs = job_runtime(gh)
+    jobs = next(m for m in c.broker.middleware if isinstance(m, JobRuntime))
+    collaborators = body_collaborators(c)
     for job_type, body in runtime.JOBS.values():
-        declare(gh.broker, jobs, job_type, body)
-    declare_schedules(gh)
-    return gh
+        declare(c.broker, jobs, job_type, runtime.bind(body, collaborators))
+    declare_schedules(
+        c.broker,
+        schedules(settings.schedules),
+        reconcile=c.job_handlers.reconcile,
+        reconcile_cron=settings.reconcile_interval_cron,
+        fan_out=partial(
+            fan_out, submit=c.job_handlers.submit, modules=c.modules, accounts=c.accounts, redis=c.redis
+        ),
+    )
+    return c
 
 
 def apply_log_level(settings: Settings) -> None:
@@ -88,6 +152,9 @@ def apply_log_level(settings: Settings) -> None:
 
 def setup() -> None:
     """What the dramatiq CLI loads in each worker process (``SETUP``), after setting up its logging."""
-    gh = build()
-    apply_log_level(gh.settings)
-    dramatiq.set_broker(gh.broker)
+    from gatehouse.settings import load_settings
+
+    settings = load_settings()
+    c = build(settings)
+    apply_log_level(settings)
+    dramatiq.set_broker(c.broker)

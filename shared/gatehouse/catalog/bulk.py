@@ -34,9 +34,8 @@ import json
 import uuid
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from psycopg.types.json import Jsonb
 from sqlalchemy import (
     ARRAY,
     CheckConstraint,
@@ -56,11 +55,15 @@ from gatehouse.catalog import rules
 from gatehouse.catalog.rules import Price, ProductPatch
 from gatehouse.catalog.store import CatalogStore
 from gatehouse.errors import NotFound, ValidationFailed
-from gatehouse.events import Event, EventBus, on_connection
-from gatehouse.jobs import SQL_CREATE, Delivery
-from gatehouse.notifications import notify
+from gatehouse.events import Event
+from gatehouse.job_types import CATALOG_BULK_OPERATION
+from gatehouse.jobs import JobStore
+from gatehouse.notifications import NotificationStore
 from gatehouse.paging import newest_first
 from gatehouse.search import documents
+
+if TYPE_CHECKING:
+    from gatehouse.uow import Tx
 
 TYPES = ("product_bulk_update", "search_reindex")
 STATUSES = ("pending", "running", "completed", "failed")
@@ -422,19 +425,10 @@ LIVE_REINDEX = text(
 
 @dataclass(frozen=True)
 class Reindex:
-    """A re-index asked for: the live operation, whether it was already running, and its job to send."""
+    """A re-index asked for: the live operation, and whether it was already running."""
 
     operation: OperationRecord
     already_running: bool
-    delivery: Delivery | None = None
-
-
-@dataclass(frozen=True)
-class Batch:
-    """A committed batch: the operation after it, and the jobs its commit wrote (send them)."""
-
-    operation: OperationRecord
-    deliveries: tuple[Delivery, ...] = ()
 
 
 def event_of_end(op: OperationRecord) -> Event:
@@ -457,10 +451,10 @@ def event_of_end(op: OperationRecord) -> Event:
     )
 
 
-def _notify_end(conn: Connection, op: OperationRecord) -> Delivery | None:
-    """An asynchronous operation ended: tell its requester, in the transaction that ended it."""
+def end_notice(op: OperationRecord) -> dict[str, Any] | None:
+    """What an ended asynchronous operation tells its requester (None: started with the admin token)."""
     if op.requester is None:
-        return None  # started with the admin token: nobody to tell
+        return None
     ok = op.status == "completed"
     reason = "" if ok else f" Błąd: {(op.error or {}).get('message', 'nieznany')}."
     if op.type == "search_reindex":
@@ -471,133 +465,99 @@ def _notify_end(conn: Connection, op: OperationRecord) -> Delivery | None:
         kind = f"catalog.bulk_operation.{'completed' if ok else 'failed'}"
         title = "Operacja masowa zakończona" if ok else "Operacja masowa nie powiodła się"
         counts = f"Produkty: {op.total}, zmienione: {op.succeeded}, błędy: {op.failed}."
-    return notify(
-        conn,
-        user_id=op.requester,
-        kind=kind,
-        title=title,
-        body=counts + reason,
-        link=f"/v1/admin/catalog/bulk-operations/{op.id}",
-    ).delivery
+    return {
+        "user_id": op.requester,
+        "kind": kind,
+        "title": title,
+        "body": counts + reason,
+        "link": f"/v1/admin/catalog/bulk-operations/{op.id}",
+    }
 
 
 class BulkStore:
-    def __init__(
-        self, engine: Engine, *, queue: str, job_type: str, max_attempts: int, events: EventBus | None = None
-    ) -> None:
+    """The operations' SQL, in the caller's unit of work (``tx``; gatehouse.catalog.handlers opens it)."""
+
+    def __init__(self, engine: Engine, *, jobs: JobStore, notifications: NotificationStore) -> None:
         self.engine = engine
-        self._job = {"queue": queue, "type": job_type, "max_attempts": max_attempts}
-        self.events = events or EventBus()
+        self.jobs = jobs
+        self.notifications = notifications
 
-    def _ended(self, conn: Connection, op: OperationRecord, *, notify: bool) -> list[Delivery]:
+    def ended(self, tx: Tx, op: OperationRecord, *, notify: bool) -> None:
         """In the transaction that ended ``op``: its event, and (asynchronous ones) its requester's notice."""
-        sent = self.events.publish(on_connection(conn), event_of_end(op))
-        email = _notify_end(conn, op) if notify else None
-        return sent + ([email] if email else [])
+        tx.publish(event_of_end(op))
+        notice = end_notice(op) if notify else None
+        if notice is not None:
+            self.notifications.notify(tx, **notice)
 
-    def create(
-        self,
-        selection: Selection,
-        patch: ProductPatch,
-        request: dict[str, Any],
-        *,
-        requester: uuid.UUID | None,
-        actor: str,
-        sync_threshold: int,
-    ) -> tuple[OperationRecord, list[Delivery]]:
-        """Record the operation; run it here if it is small, else with its job row.
-
-        Returns the operation and the jobs to enqueue after commit: an asynchronous
-        operation's own job, or the events' deliveries of a synchronous one.
-        """
-        rules.check_patch(patch)
-        op_id = uuid.uuid4()
-        with self.engine.begin() as conn:
-            self._require_attributes(conn, patch)
-            selected, params = _selected(selection)
-            row = conn.execute(
-                text(INSERT_OPERATION.format(selection=selected)),
-                {
-                    **params,
-                    "id": op_id,
-                    "type": "product_bulk_update",
-                    "requester": requester,
-                    "request": json.dumps({k: v for k, v in request.items() if k != "productIds"}),
-                },
-            ).one_or_none()
-            if row is None:
-                raise ValidationFailed("the selection matches no product", field="filter")
-            op = OperationRecord(*row)
-            if op.total <= sync_threshold:
-                # Small: one transaction for the record and the whole change; nobody to notify.
-                conn.execute(START, {"id": op_id, "size": op.total})
-                done, sent = self._batch(conn, op_id, patch, op.total, actor)
-                return done, sent + self._ended(conn, done, notify=False)
-            delivery = self._job_row(conn, op_id)
-        return op, [delivery]
-
-    def _job_row(self, conn: Connection, op_id: uuid.UUID) -> Delivery:
-        job = conn.exec_driver_sql(
-            SQL_CREATE,
+    def insert(
+        self, tx: Tx, selection: Selection, patch: ProductPatch, request: dict[str, Any], *, requester: uuid.UUID | None
+    ) -> OperationRecord:
+        """Record the operation over its selection (resolved now); ValidationFailed if it matches no product."""
+        self._require_attributes(tx.conn, patch)
+        selected, params = _selected(selection)
+        row = tx.conn.execute(
+            text(INSERT_OPERATION.format(selection=selected)),
             {
-                "id": op_id,
-                "tier": "user",
-                "account_id": None,
-                "payload": Jsonb({"operationId": str(op_id)}),
-                **self._job,
+                **params,
+                "id": uuid.uuid4(),
+                "type": "product_bulk_update",
+                "requester": requester,
+                "request": json.dumps({k: v for k, v in request.items() if k != "productIds"}),
             },
-        ).one()
-        return Delivery(job.id, job.queue, job.type, job.delivery)
+        ).one_or_none()
+        if row is None:
+            raise ValidationFailed("the selection matches no product", field="filter")
+        return OperationRecord(*row)
 
-    def start_reindex(self, *, requester: uuid.UUID | None, reason: str = "requested") -> Reindex:
+    def run_whole(self, tx: Tx, op: OperationRecord, patch: ProductPatch, *, actor: str) -> OperationRecord:
+        """A small operation in its creating transaction: every product at once; nobody to notify."""
+        tx.conn.execute(START, {"id": op.id, "size": op.total})
+        done = self._batch(tx, op.id, patch, op.total, actor)
+        self.ended(tx, done, notify=False)
+        return done
+
+    def queue(self, tx: Tx, op_id: uuid.UUID) -> None:
+        """The operation's job (same id): its body runs the batches."""
+        self.jobs.create(tx, CATALOG_BULK_OPERATION, job_id=op_id, payload={"operationId": str(op_id)})
+
+    def start_reindex(self, tx: Tx, *, requester: uuid.UUID | None, reason: str) -> Reindex:
         """Queue a ``search_reindex`` over every product, or return the one already live."""
-        with self.engine.begin() as conn:
-            return self.start_reindex_in(conn, requester=requester, reason=reason)
-
-    def start_reindex_in(self, conn: Connection, *, requester: uuid.UUID | None, reason: str) -> Reindex:
-        """In the caller's transaction (an attribute's searchable flip); send ``delivery`` after commit."""
         while True:
             op_id = uuid.uuid4()
-            row = conn.execute(
+            row = tx.conn.execute(
                 INSERT_REINDEX,
                 {"id": op_id, "requester": requester, "request": json.dumps({"reason": reason})},
             ).one_or_none()
             if row is not None:
-                return Reindex(OperationRecord(*row), False, self._job_row(conn, op_id))
-            live = conn.execute(LIVE_REINDEX).one_or_none()
+                self.queue(tx, op_id)
+                return Reindex(OperationRecord(*row), False)
+            live = tx.conn.execute(LIVE_REINDEX).one_or_none()
             if live is not None:
                 return Reindex(OperationRecord(*live), True)
             # The live one ended between the two statements: try again.
 
-    def run_batch(self, op_id: uuid.UUID, batch_size: int, *, actor: str) -> Batch | None:
-        """Process the next batch in one transaction; None when there is nothing left to do.
+    def run_batch(self, tx: Tx, op_id: uuid.UUID, batch_size: int, *, actor: str) -> OperationRecord | None:
+        """Process the next batch in ``tx``; None when there is nothing left to do.
 
         The batch that ends the operation also raises its event and notifies its
-        requester, in the same transaction (so exactly once); send ``Batch.deliveries``
-        after it returns.
+        requester, in the same transaction (so exactly once).
         """
-        with self.engine.begin() as conn:
-            op = conn.execute(START, {"id": op_id, "size": batch_size}).one_or_none()
-            if op is None:
-                raise NotFound(f"bulk operation {op_id} not found")
-            if op.status not in LIVE or (op.type != "search_reindex" and op.cursor >= op.total):
-                return None  # done already: a duplicate or late run
-            if op.type == "search_reindex":
-                done, sent = (
-                    self._reindex_batch(conn, op_id, op.batch, last=op.cursor + len(op.batch) >= op.total),
-                    [],
-                )
-            else:
-                done, sent = self._batch(conn, op_id, patch_from_json(op.patch), batch_size, actor)
-            if done.status == "completed":
-                sent += self._ended(conn, done, notify=True)
-            return Batch(done, tuple(sent))
+        op = tx.conn.execute(START, {"id": op_id, "size": batch_size}).one_or_none()
+        if op is None:
+            raise NotFound(f"bulk operation {op_id} not found")
+        if op.status not in LIVE or (op.type != "search_reindex" and op.cursor >= op.total):
+            return None  # done already: a duplicate or late run
+        if op.type == "search_reindex":
+            done = self._reindex_batch(tx, op_id, op.batch, last=op.cursor + len(op.batch) >= op.total)
+        else:
+            done = self._batch(tx, op_id, patch_from_json(op.patch), batch_size, actor)
+        if done.status == "completed":
+            self.ended(tx, done, notify=True)
+        return done
 
-    def _batch(
-        self, conn: Connection, op_id: uuid.UUID, patch: ProductPatch, size: int, actor: str
-    ) -> tuple[OperationRecord, list[Delivery]]:
-        """The next batch of a bulk update (START has locked its products), and the deliveries of its
-        ``catalog.product.updated``."""
+    def _batch(self, tx: Tx, op_id: uuid.UUID, patch: ProductPatch, size: int, actor: str) -> OperationRecord:
+        """The next batch of a bulk update (START has locked its products), and its ``catalog.product.updated``."""
+        conn = tx.conn
         refresh = documents.patch_refresh(
             conn,
             fields=[f for f in ("name", "description", "status") if getattr(patch, f) is not None],
@@ -609,21 +569,20 @@ class BulkStore:
         ).one()
         if refresh == "document":
             documents.refresh(conn, updated)
-        sent = []
         if updated:  # one event per batch, with the ids it changed
-            sent = self.events.publish(
-                on_connection(conn),
+            tx.publish(
                 Event(
                     "catalog.product.updated",
                     {"productIds": updated, "operationId": str(op_id), "actor": actor},
-                ),
+                )
             )
-        return OperationRecord(*columns), sent
+        return OperationRecord(*columns)
 
     def _reindex_batch(
-        self, conn: Connection, op_id: uuid.UUID, batch: list[uuid.UUID], *, last: bool
+        self, tx: Tx, op_id: uuid.UUID, batch: list[uuid.UUID], *, last: bool
     ) -> OperationRecord:
         """These products' documents into the shadow; the ``last`` batch swaps the shadow in."""
+        conn = tx.conn
         built = documents.build(conn, batch) if batch else set()
         # A product deleted since the operation listed it has no document to build.
         failures = [{"productId": str(i), "reason": "product not found"} for i in batch if i not in built]
@@ -633,20 +592,17 @@ class BulkStore:
             *conn.execute(ADVANCE, {"id": op_id, "n": len(batch), "failures": json.dumps(failures)}).one()
         )
 
-    def fail(self, op_id: uuid.UUID, error: dict[str, Any]) -> list[Delivery]:
-        """The operation cannot go on (its job ran out of attempts): its event, its requester told.
-
-        Returns the jobs to send after this returns.
-        """
-        with self.engine.begin() as conn:
-            row = conn.execute(
-                text(
-                    "UPDATE catalog_bulk_operations SET status = 'failed', error = CAST(:error AS jsonb), "
-                    f"finished_at = now() WHERE id = :id AND status IN ('pending', 'running') RETURNING {COLUMNS}"
-                ),
-                {"id": op_id, "error": json.dumps(error)},
-            ).one_or_none()
-            return self._ended(conn, OperationRecord(*row), notify=True) if row else []
+    def fail(self, tx: Tx, op_id: uuid.UUID, error: dict[str, Any]) -> None:
+        """The operation cannot go on (its job ran out of attempts): its event, its requester told."""
+        row = tx.conn.execute(
+            text(
+                "UPDATE catalog_bulk_operations SET status = 'failed', error = CAST(:error AS jsonb), "
+                f"finished_at = now() WHERE id = :id AND status IN ('pending', 'running') RETURNING {COLUMNS}"
+            ),
+            {"id": op_id, "error": json.dumps(error)},
+        ).one_or_none()
+        if row is not None:
+            self.ended(tx, OperationRecord(*row), notify=True)
 
     def get(self, op_id: uuid.UUID) -> OperationRecord:
         with self.engine.connect() as conn:

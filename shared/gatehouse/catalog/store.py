@@ -1,12 +1,11 @@
-"""The catalog's SQL: products and attributes, each change one transaction with its audit row."""
+"""The catalog's SQL: products and attributes; each change writes its audit row in the caller's unit of work."""
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, text
 
@@ -15,12 +14,11 @@ from gatehouse.catalog import rules
 from gatehouse.catalog.rules import NewProduct, Price, ProductPatch
 from gatehouse.catalog.tables import ATTRIBUTE_COLUMNS, PRODUCT_COLUMNS, AttributeRecord, ProductRecord
 from gatehouse.errors import Conflict, NotFound, ValidationFailed
-from gatehouse.events import Event, EventBus, on_connection
 from gatehouse.paging import newest_first
 from gatehouse.search import documents
 
-# Queues a search re-index in the caller's transaction: (conn, requester) -> gatehouse.catalog.bulk.Reindex.
-StartReindex = Callable[[Connection, uuid.UUID | None], Any]
+if TYPE_CHECKING:
+    from gatehouse.uow import Tx
 
 # Many products in one statement: the rows travel as one JSON array.
 INSERT_PRODUCTS = text(
@@ -51,40 +49,33 @@ def _row(product: NewProduct) -> dict[str, Any]:
 
 
 class CatalogStore:
-    def __init__(
-        self, engine: Engine, *, start_reindex: StartReindex | None = None, events: EventBus | None = None
-    ) -> None:
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.events = events or EventBus()
-        # Set by the composition (BulkStore.start_reindex_in); without it a searchable flip queues nothing.
-        self.start_reindex = start_reindex
 
     # -- products --------------------------------------------------------------------
 
-    def create_product(self, product: NewProduct) -> ProductRecord:
+    def create_product(self, tx: Tx, product: NewProduct) -> ProductRecord:
         rules.check_new(product)
-        with self.engine.begin() as conn:
-            self._require_attributes(conn, {code: "attributes" for code in product.attributes})
-            created = self._insert(conn, [product])
+        self._require_attributes(tx.conn, {code: "attributes" for code in product.attributes})
+        created = self._insert(tx.conn, [product])
         if not created:
             raise Conflict(f"a product with sku {product.sku} already exists", field="sku")
         return created[0]
 
-    def create_products(self, products: list[NewProduct]) -> int:
-        """All or nothing: every product is created in one transaction, or none (409 on a taken sku)."""
+    def create_products(self, tx: Tx, products: list[NewProduct]) -> int:
+        """All or nothing: every product is created in ``tx``, or none (409 on a taken sku)."""
         rules.check_batch(products)
-        with self.engine.begin() as conn:
-            fields_of: dict[str, str] = {}
-            for i, p in enumerate(products):
-                for code in p.attributes:
-                    fields_of.setdefault(code, f"items.{i}.attributes")
-            self._require_attributes(conn, fields_of)
-            created = self._insert(conn, products)
-            if len(created) < len(products):
-                made = {p.sku for p in created}
-                i, taken = next((i, p) for i, p in enumerate(products) if p.sku not in made)
-                # Leaving the block with an error rolls the whole batch back.
-                raise Conflict(f"a product with sku {taken.sku} already exists", field=f"items.{i}.sku")
+        fields_of: dict[str, str] = {}
+        for i, p in enumerate(products):
+            for code in p.attributes:
+                fields_of.setdefault(code, f"items.{i}.attributes")
+        self._require_attributes(tx.conn, fields_of)
+        created = self._insert(tx.conn, products)
+        if len(created) < len(products):
+            made = {p.sku for p in created}
+            i, taken = next((i, p) for i, p in enumerate(products) if p.sku not in made)
+            # The error leaves the unit of work, which rolls the whole batch back.
+            raise Conflict(f"a product with sku {taken.sku} already exists", field=f"items.{i}.sku")
         return len(created)
 
     def get_product(self, product_id: uuid.UUID) -> ProductRecord:
@@ -114,77 +105,69 @@ class CatalogStore:
         with self.engine.connect() as conn:
             return [ProductRecord(*row) for row in conn.execute(text(sql), params)]
 
-    def patch_product(self, product_id: uuid.UUID, patch: ProductPatch, *, actor: str) -> ProductRecord:
-        """Apply ``patch``; the change, its audit row (before/after of what changed) and its
-        ``catalog.product.updated`` event commit together; the event's jobs are sent after."""
+    def patch_product(
+        self, tx: Tx, product_id: uuid.UUID, patch: ProductPatch, *, actor: str
+    ) -> tuple[ProductRecord, bool]:
+        """Apply ``patch`` with its audit row (before/after of what changed) and the product's search
+        document; returns the product and whether anything changed."""
         rules.check_patch(patch)
-        with self.engine.begin() as conn:
-            row = conn.execute(
-                text(f"SELECT {PRODUCT_COLUMNS} FROM products WHERE id = :id FOR UPDATE"), {"id": product_id}
-            ).one_or_none()
-            if row is None:
-                raise NotFound(f"product {product_id} not found")
-            current = ProductRecord(*row)
-            change = rules.apply(
-                patch,
-                name=current.name,
-                description=current.description,
-                price=Price(current.price_amount, current.price_currency),
-                status=current.status,
-                attributes=current.attributes,
-            )
-            if not change.columns:
-                return current
-            self._require_attributes(
-                conn,
-                {
-                    code: "attributes"
-                    for code, v in (change.after.get("attributes") or {}).items()
-                    if v is not None
-                },
-            )
-            assignments = ", ".join(
-                f"{column} = CAST(:{column} AS jsonb)" if column == "attributes" else f"{column} = :{column}"
-                for column in change.columns
-            )
-            values = {k: json.dumps(v) if k == "attributes" else v for k, v in change.columns.items()}
-            updated = conn.execute(
-                text(
-                    f"UPDATE products SET {assignments}, updated_at = now() WHERE id = :id "
-                    f"RETURNING {PRODUCT_COLUMNS}"
-                ),
-                {**values, "id": product_id},
-            ).one()
-            audit.record(
-                conn,
-                actor=actor,
-                action="product.update",
-                entity="product",
-                entity_id=str(product_id),
-                before=change.before,
-                after=change.after,
-            )
-            documents.refresh(conn, [product_id])
-            sent = self.events.publish(
-                on_connection(conn),
-                Event("catalog.product.updated", {"productIds": [str(product_id)], "actor": actor}),
-            )
-        self.events.send(sent)
-        return ProductRecord(*updated)
+        conn = tx.conn
+        row = conn.execute(
+            text(f"SELECT {PRODUCT_COLUMNS} FROM products WHERE id = :id FOR UPDATE"), {"id": product_id}
+        ).one_or_none()
+        if row is None:
+            raise NotFound(f"product {product_id} not found")
+        current = ProductRecord(*row)
+        change = rules.apply(
+            patch,
+            name=current.name,
+            description=current.description,
+            price=Price(current.price_amount, current.price_currency),
+            status=current.status,
+            attributes=current.attributes,
+        )
+        if not change.columns:
+            return current, False
+        self._require_attributes(
+            conn,
+            {code: "attributes" for code, v in (change.after.get("attributes") or {}).items() if v is not None},
+        )
+        assignments = ", ".join(
+            f"{column} = CAST(:{column} AS jsonb)" if column == "attributes" else f"{column} = :{column}"
+            for column in change.columns
+        )
+        values = {k: json.dumps(v) if k == "attributes" else v for k, v in change.columns.items()}
+        updated = conn.execute(
+            text(
+                f"UPDATE products SET {assignments}, updated_at = now() WHERE id = :id "
+                f"RETURNING {PRODUCT_COLUMNS}"
+            ),
+            {**values, "id": product_id},
+        ).one()
+        audit.record(
+            conn,
+            actor=actor,
+            action="product.update",
+            entity="product",
+            entity_id=str(product_id),
+            before=change.before,
+            after=change.after,
+        )
+        documents.refresh(conn, [product_id])
+        return ProductRecord(*updated), True
 
     # -- attributes ------------------------------------------------------------------
 
-    def create_attribute(self, code: str, label: str, searchable: bool) -> AttributeRecord:
+    def create_attribute(self, tx: Tx, code: str, label: str, searchable: bool) -> AttributeRecord:
         rules.check_code(code)
         rules.check_label(label)
-        with self.engine.begin() as conn:
-            row = conn.execute(
-                text(
-                    "INSERT INTO attributes (code, label, searchable) VALUES (:code, :label, :searchable) "
-                    f"ON CONFLICT (code) DO NOTHING RETURNING {ATTRIBUTE_COLUMNS}"
-                ),
-                {"code": code, "label": label, "searchable": searchable},
-            ).one_or_none()
+        row = tx.conn.execute(
+            text(
+                "INSERT INTO attributes (code, label, searchable) VALUES (:code, :label, :searchable) "
+                f"ON CONFLICT (code) DO NOTHING RETURNING {ATTRIBUTE_COLUMNS}"
+            ),
+            {"code": code, "label": label, "searchable": searchable},
+        ).one_or_none()
         if row is None:
             raise Conflict(f"an attribute with code {code} already exists", field="code")
         return AttributeRecord(*row)
@@ -194,70 +177,52 @@ class CatalogStore:
             rows = conn.execute(text(f"SELECT {ATTRIBUTE_COLUMNS} FROM attributes ORDER BY code"))
             return [AttributeRecord(*row) for row in rows]
 
-    def patch_attribute(
-        self, code: str, *, label: str | None = None, searchable: bool | None = None, actor: str
-    ) -> AttributeRecord:
-        return self.update_attribute(code, label=label, searchable=searchable, actor=actor)[0]
-
     def update_attribute(
-        self,
-        code: str,
-        *,
-        label: str | None = None,
-        searchable: bool | None = None,
-        actor: str,
-        requester: uuid.UUID | None = None,
-    ) -> tuple[AttributeRecord, Any]:
-        """Edit an attribute; a ``searchable`` flip queues a search re-index in the same transaction.
-
-        Returns the attribute and the ``Reindex`` (None unless the flag flipped);
-        send its ``delivery`` after this returns.
-        """
-        reindex = None
+        self, tx: Tx, code: str, *, label: str | None = None, searchable: bool | None = None, actor: str
+    ) -> tuple[AttributeRecord, dict[str, Any]]:
+        """Edit an attribute, audited; returns it and what changed (``{"searchable": …}`` when it flipped)."""
         if label is None and searchable is None:
             raise ValidationFailed("the patch changes nothing: send label and/or searchable", field=None)
         if label is not None:
             rules.check_label(label)
-        with self.engine.begin() as conn:
-            row = conn.execute(
-                text(f"SELECT {ATTRIBUTE_COLUMNS} FROM attributes WHERE code = :code FOR UPDATE"),
-                {"code": code},
-            ).one_or_none()
-            if row is None:
-                raise NotFound(f"attribute {code} not found")
-            current = AttributeRecord(*row)
-            before, after = {}, {}
-            for key, old, new in (
-                ("label", current.label, label),
-                ("searchable", current.searchable, searchable),
-            ):
-                if new is not None and new != old:
-                    before[key], after[key] = old, new
-            if not after:
-                return current, None
-            updated = conn.execute(
-                text(
-                    "UPDATE attributes SET label = :label, searchable = :searchable WHERE code = :code "
-                    f"RETURNING {ATTRIBUTE_COLUMNS}"
-                ),
-                {
-                    "code": code,
-                    "label": after.get("label", current.label),
-                    "searchable": after.get("searchable", current.searchable),
-                },
-            ).one()
-            audit.record(
-                conn,
-                actor=actor,
-                action="attribute.update",
-                entity="attribute",
-                entity_id=code,
-                before=before,
-                after=after,
-            )
-            if "searchable" in after and self.start_reindex is not None:
-                reindex = self.start_reindex(conn, requester)
-        return AttributeRecord(*updated), reindex
+        conn = tx.conn
+        row = conn.execute(
+            text(f"SELECT {ATTRIBUTE_COLUMNS} FROM attributes WHERE code = :code FOR UPDATE"),
+            {"code": code},
+        ).one_or_none()
+        if row is None:
+            raise NotFound(f"attribute {code} not found")
+        current = AttributeRecord(*row)
+        before, after = {}, {}
+        for key, old, new in (
+            ("label", current.label, label),
+            ("searchable", current.searchable, searchable),
+        ):
+            if new is not None and new != old:
+                before[key], after[key] = old, new
+        if not after:
+            return current, after
+        updated = conn.execute(
+            text(
+                "UPDATE attributes SET label = :label, searchable = :searchable WHERE code = :code "
+                f"RETURNING {ATTRIBUTE_COLUMNS}"
+            ),
+            {
+                "code": code,
+                "label": after.get("label", current.label),
+                "searchable": after.get("searchable", current.searchable),
+            },
+        ).one()
+        audit.record(
+            conn,
+            actor=actor,
+            action="attribute.update",
+            entity="attribute",
+            entity_id=code,
+            before=before,
+            after=after,
+        )
+        return AttributeRecord(*updated), after
 
     # -- helpers ---------------------------------------------------------------------
 

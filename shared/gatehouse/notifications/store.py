@@ -1,12 +1,10 @@
-"""The notifications' SQL: ``notify`` writes a notification and its e-mail job in the caller's transaction.
+"""The notifications' SQL: ``notify`` writes a notification and its e-mail job in the caller's unit of work.
 
 A domain change and the notification it causes commit (or roll back)
-together: ``notify`` runs on the caller's SQLAlchemy connection, inside its
-transaction, and inserts both the notification and the job row of its
-e-mail (``notifications.email``) with the job store's own statement
-(``gatehouse.jobs.SQL_CREATE``). The row exists before its message, like
-every job's: the caller sends the returned delivery after its commit
-(``Gatehouse.enqueue``); if the process dies in between, reconciliation
+together: ``notify`` runs in the caller's transaction (``tx``, gatehouse.uow)
+and writes both the notification and the job row of its e-mail
+(``notifications.email``, through the job store), whose message the unit of
+work sends after the commit; if the process dies in between, reconciliation
 sends it.
 """
 
@@ -15,28 +13,23 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING
 
-from psycopg.types.json import Jsonb
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Engine, text
 
 from gatehouse.errors import NotFound, ValidationFailed
 from gatehouse.job_types import NOTIFICATION_EMAIL
-from gatehouse.jobs import SQL_CREATE, Accepted, Delivery
+from gatehouse.jobs import JobStore
 from gatehouse.notifications.tables import COLUMNS, NotificationRecord
+
+if TYPE_CHECKING:
+    from gatehouse.uow import Tx
 
 log = logging.getLogger(__name__)
 
 TITLE_MAX = 200
 BODY_MAX = 10_000
 LINK_MAX = 2_000
-
-
-class Notified(NamedTuple):
-    """What ``notify`` wrote: the notification's id and the delivery of its e-mail job (send it after commit)."""
-
-    notification_id: uuid.UUID
-    delivery: Delivery
 
 
 @dataclass(frozen=True)
@@ -62,49 +55,27 @@ def _check(kind: str, title: str, body: str, link: str | None) -> None:
         raise ValidationFailed(f"link must be at most {LINK_MAX} characters without NUL", field="link")
 
 
-def notify(
-    conn: Connection,
-    *,
-    user_id: uuid.UUID,
-    kind: str,
-    title: str,
-    body: str,
-    link: str | None = None,
-) -> Notified:
-    """Write a notification of ``user_id`` and its e-mail job on ``conn`` (the caller's transaction).
-
-    Nothing is enqueued here: after the caller's commit, send the returned
-    delivery (``gh.enqueue(notified.delivery)``). A
-    rollback leaves neither row. An unknown user raises (the foreign key).
-    """
-    _check(kind, title, body, link)
-    notification_id = uuid.uuid4()
-    conn.execute(
-        INSERT,
-        {"id": notification_id, "user_id": user_id, "kind": kind, "title": title, "body": body, "link": link},
-    )
-    job = NOTIFICATION_EMAIL
-    # The job store's own INSERT; an e-mail job has no account, so its unique
-    # live-job index (account, type) never conflicts and the row is always written.
-    row = conn.exec_driver_sql(
-        SQL_CREATE,
-        {
-            "id": uuid.uuid4(),
-            "type": job.name,
-            "queue": job.queue,
-            "tier": job.tier,
-            "account_id": None,
-            "max_attempts": job.retry.attempts,
-            "payload": Jsonb({"notificationId": str(notification_id)}),
-        },
-    ).one()
-    accepted = Accepted(*row)
-    return Notified(notification_id, Delivery(accepted.id, accepted.queue, accepted.type, accepted.delivery))
-
-
 class NotificationStore:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, jobs: JobStore) -> None:
         self.engine = engine
+        self.jobs = jobs
+
+    def notify(
+        self, tx: Tx, *, user_id: uuid.UUID, kind: str, title: str, body: str, link: str | None = None
+    ) -> uuid.UUID:
+        """Write a notification of ``user_id`` and its e-mail job in ``tx``; returns the notification's id.
+
+        A rollback leaves neither row. An unknown user raises (the foreign key).
+        """
+        _check(kind, title, body, link)
+        notification_id = uuid.uuid4()
+        tx.conn.execute(
+            INSERT,
+            {"id": notification_id, "user_id": user_id, "kind": kind, "title": title, "body": body, "link": link},
+        )
+        # An e-mail job has no account, so the live-job index (account, type) never refuses it.
+        self.jobs.create(tx, NOTIFICATION_EMAIL, payload={"notificationId": str(notification_id)})
+        return notification_id
 
     def list_for_user(self, user_id: uuid.UUID, *, limit: int = 50) -> list[NotificationRecord]:
         """The user's notifications, newest first."""

@@ -4,7 +4,6 @@
   ``search_documents_build`` (the shadow a re-index builds, then swaps in).
 - ``documents``: the set-based SQL that derives documents from products.
 - ``store``: ``SearchStore.search`` (ranked, prefix on the last word).
-- ``cli``: ``gatehouse-search-reindex [--wait]``.
 
 The re-index itself is a bulk operation of type ``search_reindex``
 (``gatehouse.catalog.bulk``): it runs on the ``catalog.bulk-operation`` job.

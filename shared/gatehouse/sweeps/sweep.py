@@ -14,7 +14,7 @@ A batch is one statement in one transaction:
 - writes one ``audit_log`` row per flipped row (set-based, in the same statement),
 
 then raises one event per new status with the batch's ids on the event bus, in
-the same transaction, and sends the event's jobs after the commit. So an
+the same unit of work, which sends the event's jobs after the commit. So an
 interrupted run leaves whole batches, the next run continues with what is still
 due, and two sweeps at once (two schedulers, a CLI run during a tick) flip each
 row once. A sweep ends at the first batch that finds nothing due.
@@ -22,20 +22,17 @@ row once. A sweep ends at the first batch that finds nothing due.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine
+from sqlalchemy import text
 
 from gatehouse import job_types as jt
-from gatehouse.events import Event, EventBus, on_connection
+from gatehouse.events import Event
 from gatehouse.job_types import JobType
-from gatehouse.jobs import Delivery
-from gatehouse.modules import ModuleDisabled, ModuleStates
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from gatehouse.uow import Tx
 
 
 @dataclass(frozen=True)
@@ -75,21 +72,21 @@ class Sweep:
         return f"""
 WITH due AS (
   SELECT id, status FROM {self.table} WHERE {self.due}
-  ORDER BY {self.order} LIMIT %(size)s FOR UPDATE SKIP LOCKED
+  ORDER BY {self.order} LIMIT :size FOR UPDATE SKIP LOCKED
 ), flipped AS (
   UPDATE {self.table} AS t SET status = {self.to}, updated_at = now()
   FROM due WHERE t.id = due.id AND t.status = due.status
   RETURNING t.id, due.status AS before, t.status AS after
 ), audited AS (
   INSERT INTO audit_log (actor, action, entity, entity_id, before, after)
-  SELECT %(actor)s, {action}, '{self.entity}', f.id::text,
+  SELECT :actor, {action}, '{self.entity}', f.id::text,
     jsonb_build_object('status', f.before), jsonb_build_object('status', f.after)
   FROM flipped AS f
 )
 SELECT id, after FROM flipped ORDER BY id"""
 
 
-_MS = "%(abandon_after_ms)s * interval '1 millisecond'"
+_MS = ":abandon_after_ms * interval '1 millisecond'"
 CART_ABANDONMENT = Sweep(
     name="cart-abandonment",
     module="carts",
@@ -155,57 +152,11 @@ class SweepRun:
         return {**counted, "batches": self.batches, **({"stopped": self.stopped} if self.stopped else {})}
 
 
-@dataclass(frozen=True)
-class Batch:
-    flipped: dict[str, list[str]]  # new status -> ids
-    deliveries: list[Delivery]
-
-
-def run_batch(engine: Engine, events: EventBus, sweep: Sweep, *, size: int, params: dict[str, Any]) -> Batch:
-    """One batch in one transaction: the flips, their audit rows and their events' outbox rows."""
-    with engine.begin() as conn:
-        rows = conn.exec_driver_sql(sweep.batch_sql(), {"size": size, "actor": sweep.actor, **params}).all()
-        flipped: dict[str, list[str]] = {}
-        for row in rows:
-            flipped.setdefault(row.after, []).append(str(row.id))
-        raised = [
-            Event(m.event, {sweep.ids_field: flipped[m.status]}) for m in sweep.moves if m.status in flipped
-        ]
-        deliveries = events.publish(on_connection(conn), *raised) if raised else []
-    return Batch(flipped, deliveries)
-
-
-def run(
-    engine: Engine,
-    events: EventBus,
-    modules: ModuleStates,
-    sweep: Sweep,
-    *,
-    size: int,
-    params: dict[str, Any] | None = None,
-    between_batches: Callable[[], None] = lambda: None,
-) -> SweepRun:
-    """Batches until nothing is due. Raises ModuleDisabled if its module is off before the first.
-
-    ``between_batches`` runs after each committed batch (a job checks it still holds its row).
-    """
-    done = SweepRun(sweep)
-    while True:
-        try:
-            modules.require(sweep.module, fresh=True)
-        except ModuleDisabled:
-            if done.batches == 0:
-                raise
-            done.stopped = ModuleDisabled.code
-            log.info(
-                "%s: module %s went off; stopped after %d batch(es)", sweep.name, sweep.module, done.batches
-            )
-            return done
-        batch = run_batch(engine, events, sweep, size=size, params=params or {})
-        events.send(batch.deliveries)
-        if not batch.flipped:
-            return done
-        done.batches += 1
-        for status, ids in batch.flipped.items():
-            done.flipped[status] = done.flipped.get(status, 0) + len(ids)
-        between_batches()
+def run_batch(tx: Tx, sweep: Sweep, *, size: int, params: dict[str, Any]) -> dict[str, list[str]]:
+    """One batch in ``tx``: the flips, their audit rows and their events; returns new status -> ids."""
+    rows = tx.conn.execute(text(sweep.batch_sql()), {"size": size, "actor": sweep.actor, **params}).all()
+    flipped: dict[str, list[str]] = {}
+    for row in rows:
+        flipped.setdefault(row.after, []).append(str(row.id))
+    tx.publish(*(Event(m.event, {sweep.ids_field: flipped[m.status]}) for m in sweep.moves if m.status in flipped))
+    return flipped

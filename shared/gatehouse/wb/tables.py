@@ -120,40 +120,38 @@ STOCKS: tuple[type[SQLModel], Keys] = (
 CARDS: tuple[type[SQLModel], Keys] = (WbCard, lambda r: {"nm_id": r["nmID"]})
 
 
-def read_cursor(engine: Engine, account_id: uuid.UUID, feed: str) -> str | None:
-    with engine.connect() as conn:
-        row = conn.execute(
-            select(WbFeedCursor.cursor).where(
-                WbFeedCursor.account_id == account_id, WbFeedCursor.feed == feed
-            )
-        ).first()
-    return row[0] if row else None
+class WbData:
+    """The imported WB rows and the feeds' cursors of every account: upserted by natural keys, never duplicated."""
 
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
 
-def save_cursor(engine: Engine, account_id: uuid.UUID, feed: str, cursor: str) -> None:
-    upsert_values(engine, WbFeedCursor, [{"account_id": account_id, "feed": feed, "cursor": cursor}])
+    def read_cursor(self, account_id: uuid.UUID, feed: str) -> str | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(WbFeedCursor.cursor).where(WbFeedCursor.account_id == account_id, WbFeedCursor.feed == feed)
+            ).first()
+        return row[0] if row else None
 
+    def save_cursor(self, account_id: uuid.UUID, feed: str, cursor: str) -> None:
+        self.upsert_values(WbFeedCursor, [{"account_id": account_id, "feed": feed, "cursor": cursor}])
 
-def upsert(
-    engine: Engine, dataset: tuple[type[SQLModel], Keys], account_id: uuid.UUID, rows: Iterable[dict]
-) -> int:
-    """Insert or refresh ``rows``; returns how many were written."""
-    model, keys = dataset
-    values = [{"account_id": account_id, **keys(row), "data": row} for row in rows]
-    return upsert_values(engine, model, values)
+    def upsert(self, dataset: tuple[type[SQLModel], Keys], account_id: uuid.UUID, rows: Iterable[dict]) -> int:
+        """Insert or refresh ``rows``; returns how many were written."""
+        model, keys = dataset
+        return self.upsert_values(model, [{"account_id": account_id, **keys(row), "data": row} for row in rows])
 
-
-def upsert_values(engine: Engine, model: type[SQLModel], values: list[dict[str, Any]]) -> int:
-    if not values:
-        return 0
-    table = model.__table__
-    primary = [c.name for c in table.primary_key.columns]
-    # One page may repeat a key (WB pages by ">= cursor"); keep its last version.
-    unique = list({tuple(v[k] for k in primary): v for v in values}.values())
-    stmt = pg_insert(table).values(unique)
-    updates = {c: stmt.excluded[c] for c in unique[0] if c not in primary}
-    stamp = "imported_at" if "imported_at" in table.c else "updated_at"
-    stmt = stmt.on_conflict_do_update(index_elements=primary, set_={**updates, stamp: text("now()")})
-    with engine.begin() as conn:
-        conn.execute(stmt)
-    return len(unique)
+    def upsert_values(self, model: type[SQLModel], values: list[dict[str, Any]]) -> int:
+        if not values:
+            return 0
+        table = model.__table__
+        primary = [c.name for c in table.primary_key.columns]
+        # One page may repeat a key (WB pages by ">= cursor"); keep its last version.
+        unique = list({tuple(v[k] for k in primary): v for v in values}.values())
+        stmt = pg_insert(table).values(unique)
+        updates = {c: stmt.excluded[c] for c in unique[0] if c not in primary}
+        stamp = "imported_at" if "imported_at" in table.c else "updated_at"
+        stmt = stmt.on_conflict_do_update(index_elements=primary, set_={**updates, stamp: text("now()")})
+        with self.engine.begin() as conn:
+            conn.execute(stmt)
+        return len(unique)

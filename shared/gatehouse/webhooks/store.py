@@ -1,13 +1,14 @@
 """The webhooks' SQL: endpoints, the outbox of domain events, one attempt's bookkeeping, replays.
 
 The outbox (``WebhookStore.outbox``) is an event-bus subscriber: in the
-transaction of the change that raised the events it writes one delivery per
-(event, enabled endpoint subscribed to its type) and one ``webhook.deliver``
-job row per endpoint's batch of them (at most WEBHOOK_BATCH_SIZE), in one
-statement; the caller sends the jobs after commit. A delivery belongs to the
-job of its current series (``job_id``); a replay moves it to a new job.
+unit of work of the change that raised the events it writes one delivery per
+(event, enabled endpoint subscribed to its type) in one statement, and one
+``webhook.deliver`` job per endpoint's batch of them (at most
+WEBHOOK_BATCH_SIZE) through the job store, whose messages the unit of work
+sends after the commit. A delivery belongs to the job of its current series
+(``job_id``); a replay moves it to a new job.
 
-A run of a job is the body's (gatehouse_worker.jobs.webhooks): ``begin_run``
+A run of a job (gatehouse.webhooks.handlers, for the job body): ``begin_run``
 locks the job's undelivered deliveries, numbers an attempt of each and writes
 their rows before any byte is sent; ``end_run`` records what came back and
 each delivery's new status — two transactions per batch, not per delivery.
@@ -15,21 +16,21 @@ each delivery's new status — two transactions per batch, not per delivery.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
-from psycopg.types.json import Jsonb
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine, text
 
 from gatehouse import progress as P
 from gatehouse.crypto import TokenCipher
 from gatehouse.errors import Conflict, NotFound, ValidationFailed
-from gatehouse.events import Event, Sql, on_connection
+from gatehouse.events import Event
 from gatehouse.job_types import WEBHOOK_DELIVER, WEBHOOK_REPLAY
-from gatehouse.jobs import SQL_CANCEL, SQL_CREATE, Accepted, Delivery
+from gatehouse.jobs import Accepted, JobStore
 from gatehouse.paging import newest_first
 from gatehouse.webhooks import signing
 from gatehouse.webhooks.safety import Allowlist, check_url
@@ -43,6 +44,9 @@ from gatehouse.webhooks.tables import (
     DeliveryRecord,
     EndpointRecord,
 )
+
+if TYPE_CHECKING:
+    from gatehouse.uow import Tx
 
 # The event types an endpoint may subscribe to (gatehouse.events publishers).
 EVENT_TYPES = (
@@ -107,34 +111,21 @@ class Answer:
         return self.error is None and self.status_code is not None and 200 <= self.status_code < 300
 
 
-# The first attempt waits WEBHOOK_RETRY_SCHEDULE_MS[0] (scaled): on the row (state, resume_at), so
-# the status and reconciliation know it as they know any delayed job.
-FIRST_ATTEMPT = (
-    "CASE WHEN %(first_delay_ms)s > 0 THEN 'delayed' ELSE 'waiting' END, "
-    "CASE WHEN %(first_delay_ms)s > 0 THEN now() + %(first_delay_ms)s * interval '1 millisecond' END"
-)
-# The job rows of ``batches`` (endpoint_id, batch, size, job_id): one per endpoint's batch of
-# deliveries, the endpoints taking turns (first batches first), so the workers that take the
-# first messages spread over the endpoints instead of queueing for one endpoint's slots.
-BATCH_JOBS = f"""
-INSERT INTO jobs (id, type, queue, tier, max_attempts, payload, state, resume_at)
-SELECT job_id, %(job_type)s, %(queue)s, 'user', %(max_attempts)s,
-  jsonb_build_object('endpointId', endpoint_id, 'deliveries', size), {FIRST_ATTEMPT}
-FROM batches ORDER BY batch, endpoint_id
-RETURNING id, queue, type, delivery
-"""
 # One statement: the deliveries of the events (a JSON array of {id, type, payload}) to every
 # subscribed enabled endpoint (or to one endpoint: a test event), numbered per endpoint into
-# batches of %(batch_size)s, and a job row per batch; returns the jobs to send after commit.
-OUTBOX = f"""
+# batches of :batch_size, each batch with the id of its job; returns the batches, the endpoints
+# taking turns (first batches first), so the workers that take the first messages spread over
+# the endpoints instead of queueing for one endpoint's slots.
+OUTBOX = text(
+    """
 WITH events AS (
   SELECT ev->>'id' AS message_id, ev->>'type' AS type, ev->'payload' AS payload, n
-  FROM jsonb_array_elements(%(events)s) WITH ORDINALITY AS listed(ev, n)
+  FROM jsonb_array_elements(CAST(:events AS jsonb)) WITH ORDINALITY AS listed(ev, n)
 ), targets AS MATERIALIZED (
   SELECT e.id AS endpoint_id, ev.message_id, ev.type, ev.payload, gen_random_uuid() AS delivery_id,
-    (row_number() OVER (PARTITION BY e.id ORDER BY ev.n) - 1) / %(batch_size)s AS batch
-  FROM events AS ev JOIN webhook_endpoints AS e ON e.enabled AND CASE WHEN %(endpoint_id)s::uuid IS NULL
-    THEN e.event_types IS NULL OR ev.type = ANY(e.event_types) ELSE e.id = %(endpoint_id)s::uuid END
+    (row_number() OVER (PARTITION BY e.id ORDER BY ev.n) - 1) / :batch_size AS batch
+  FROM events AS ev JOIN webhook_endpoints AS e ON e.enabled AND CASE WHEN CAST(:endpoint_id AS uuid) IS NULL
+    THEN e.event_types IS NULL OR ev.type = ANY(e.event_types) ELSE e.id = CAST(:endpoint_id AS uuid) END
 ), batches AS MATERIALIZED (
   SELECT endpoint_id, batch, count(*) AS size, gen_random_uuid() AS job_id FROM targets GROUP BY 1, 2
 ), deliveries AS (
@@ -142,7 +133,8 @@ WITH events AS (
   SELECT t.delivery_id, t.endpoint_id, t.message_id, t.type, t.payload, b.job_id
   FROM targets AS t JOIN batches AS b USING (endpoint_id, batch)
 )
-{BATCH_JOBS}"""
+SELECT job_id, endpoint_id, size FROM batches ORDER BY batch, endpoint_id"""
+)
 # A new series of attempts for replayable deliveries, in batches per endpoint like the outbox's
 # (locked, so two replays make one series: the second waits for the first, then finds the
 # delivery pending). A batch replay skips rows in use.
@@ -151,10 +143,10 @@ WITH chosen AS MATERIALIZED (
   SELECT d.id AS delivery_id, d.endpoint_id, d.created_at FROM webhook_deliveries AS d
   JOIN webhook_endpoints AS e ON e.id = d.endpoint_id AND e.enabled
   WHERE {{where}} AND d.status IN {REPLAYABLE}
-  ORDER BY d.created_at LIMIT %(limit)s FOR UPDATE OF d {{skip}}
+  ORDER BY d.created_at LIMIT :limit FOR UPDATE OF d {{skip}}
 ), numbered AS MATERIALIZED (
   SELECT delivery_id, endpoint_id,
-    (row_number() OVER (PARTITION BY endpoint_id ORDER BY created_at, delivery_id) - 1) / %(batch_size)s AS batch
+    (row_number() OVER (PARTITION BY endpoint_id ORDER BY created_at, delivery_id) - 1) / :batch_size AS batch
   FROM chosen
 ), batches AS MATERIALIZED (
   SELECT endpoint_id, batch, count(*) AS size, gen_random_uuid() AS job_id FROM numbered GROUP BY 1, 2
@@ -163,13 +155,15 @@ WITH chosen AS MATERIALIZED (
     updated_at = now()
   FROM numbered AS n JOIN batches AS b USING (endpoint_id, batch) WHERE d.id = n.delivery_id
 )
-{BATCH_JOBS}"""
+SELECT job_id, endpoint_id, size FROM batches ORDER BY batch, endpoint_id"""
 # A run's answers: each attempt's row, and its delivery's status unless a later attempt began
 # since (a run that lost its lease to another records what it sent, and moves nothing).
-END_ATTEMPTS = """
+END_ATTEMPTS = text(
+    """
 WITH answers AS (
-  SELECT * FROM unnest(%(ids)s::uuid[], %(numbers)s::int[], %(statuses)s::text[], %(codes)s::int[],
-    %(errors)s::text[], %(ms)s::int[], %(excerpts)s::text[]) AS v(id, n, status, code, error, ms, excerpt)
+  SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:numbers AS int[]), CAST(:statuses AS text[]),
+    CAST(:codes AS int[]), CAST(:errors AS text[]), CAST(:ms AS int[]), CAST(:excerpts AS text[]))
+    AS v(id, n, status, code, error, ms, excerpt)
 ), recorded AS (
   UPDATE webhook_attempts AS a SET status_code = v.code, error = v.error, duration_ms = v.ms,
     response_excerpt = v.excerpt
@@ -179,40 +173,49 @@ UPDATE webhook_deliveries AS d SET status = v.status, updated_at = now(),
   delivered_at = CASE WHEN v.status = 'delivered' THEN now() END
 FROM answers AS v WHERE d.id = v.id AND d.attempts = v.n
 """
+)
 # The attempts a run numbered but never sent (it stopped early): unnumbered, their rows gone.
-UNSEND = """
+UNSEND = text(
+    """
 WITH back AS (
   UPDATE webhook_deliveries AS d SET attempts = v.n - 1, status = v.was, updated_at = now()
-  FROM unnest(%(ids)s::uuid[], %(numbers)s::int[], %(was)s::text[]) AS v(id, n, was)
+  FROM unnest(CAST(:ids AS uuid[]), CAST(:numbers AS int[]), CAST(:was AS text[])) AS v(id, n, was)
   WHERE d.id = v.id AND d.attempts = v.n
   RETURNING d.id, v.n
 )
 DELETE FROM webhook_attempts AS a USING back WHERE a.delivery_id = back.id AND a.attempt = back.n
 """
-
-
-def _delivery(row: Any, first_delay_ms: int) -> Delivery:
-    return Delivery(row.id, row.queue, row.type, row.delivery, eta_ms=_eta(first_delay_ms))
-
-
-def _eta(delay_ms: int) -> int | None:
-    return int(datetime.now(UTC).timestamp() * 1000) + delay_ms if delay_ms > 0 else None
+)
+BEGIN_RUN = text(
+    "SELECT d.id, d.status, d.attempts, d.message_id, d.payload, e.id, e.url, e.enabled, "
+    "e.secret, e.previous_secret, e.previous_secret_until > now() "
+    "FROM webhook_deliveries AS d JOIN webhook_endpoints AS e ON e.id = d.endpoint_id "
+    "WHERE d.job_id = :job ORDER BY d.created_at, d.id FOR UPDATE OF d"
+)
 
 
 class WebhookStore:
     def __init__(
         self,
         engine: Engine,
+        jobs: JobStore,
         *,
-        settings: Any,
         cipher: Callable[[], TokenCipher],
+        allowlist: Allowlist,
+        batch_size: int,
+        first_delay_ms: int,
+        rotation_grace_ms: int,
         resolve: Callable[..., list[str]] | None = None,
     ) -> None:
         self.engine = engine
-        self.settings = settings
+        self.jobs = jobs
         self._cipher = cipher
+        self.allowlist = allowlist
+        self.batch_size = batch_size
+        # WEBHOOK_RETRY_SCHEDULE_MS[0] (scaled): the wait before a series' first attempt.
+        self.first_delay_ms = first_delay_ms
+        self.rotation_grace_ms = rotation_grace_ms
         self._resolve = resolve
-        self.allowlist = Allowlist.parse(settings.webhook_allowed_hosts)
 
     # -- safety --------------------------------------------------------------------
 
@@ -223,26 +226,22 @@ class WebhookStore:
 
     # -- the outbox -----------------------------------------------------------------
 
-    def _job(self) -> dict[str, Any]:
-        policy = WEBHOOK_DELIVER.policy(self.settings)
-        return {
-            "job_type": WEBHOOK_DELIVER.name,
-            "queue": WEBHOOK_DELIVER.queue,
-            "max_attempts": policy.attempts,
-            "first_delay_ms": self._first_delay_ms(),
-            "batch_size": self.settings.webhook_batch_size,
-        }
-
-    def _first_delay_ms(self) -> int:
-        return round(self.settings.webhook_retry_schedule_ms[0] * self.settings.retry_delay_scale)
-
-    def outbox(
-        self, sql: Sql, events: Sequence[Event], endpoint_id: uuid.UUID | None = None
-    ) -> list[Delivery]:
+    def outbox(self, tx: Tx, events: Sequence[Event], endpoint_id: uuid.UUID | None = None) -> None:
         """Subscriber of the event bus: the events' deliveries and their jobs, in the caller's transaction."""
         listed = [{"id": e.id, "type": e.type, "payload": e.payload()} for e in events]
-        rows = sql(OUTBOX, {"endpoint_id": endpoint_id, "events": Jsonb(listed), **self._job()})
-        return [_delivery(row, self._first_delay_ms()) for row in rows]
+        batches = tx.conn.execute(
+            OUTBOX, {"endpoint_id": endpoint_id, "events": json.dumps(listed), "batch_size": self.batch_size}
+        ).all()
+        self._queue(tx, batches)
+
+    def _queue(self, tx: Tx, batches: Sequence[Any]) -> None:
+        """A ``webhook.deliver`` job per batch (job_id, endpoint_id, size), due after the first delay."""
+        self.jobs.create_many(
+            tx,
+            WEBHOOK_DELIVER,
+            [(b.job_id, {"endpointId": str(b.endpoint_id), "deliveries": b.size}) for b in batches],
+            delay_ms=self.first_delay_ms,
+        )
 
     # -- endpoints -----------------------------------------------------------------
 
@@ -268,44 +267,47 @@ class WebhookStore:
         return description
 
     def create_endpoint(
-        self, url: str, *, event_types: Sequence[str] | None = None, description: str = ""
+        self, tx: Tx, url: str, *, event_types: Sequence[str] | None = None, description: str = ""
     ) -> Created:
         self.check_url(url)
         types = self._event_types(event_types)
         secret = signing.new_secret()
-        with self.engine.begin() as conn:
-            [row] = on_connection(conn)(
+        row = tx.conn.execute(
+            text(
                 "INSERT INTO webhook_endpoints (id, url, description, event_types, secret) "
-                "VALUES (%(id)s, %(url)s, %(description)s, %(event_types)s, %(secret)s) "
-                f"RETURNING {ENDPOINT_COLUMNS}",
-                {
-                    "id": uuid.uuid4(),
-                    "url": url,
-                    "description": self._description(description),
-                    "event_types": types,
-                    "secret": self._cipher().encrypt(secret),
-                },
-            )
+                f"VALUES (:id, :url, :description, :event_types, :secret) RETURNING {ENDPOINT_COLUMNS}"
+            ),
+            {
+                "id": uuid.uuid4(),
+                "url": url,
+                "description": self._description(description),
+                "event_types": types,
+                "secret": self._cipher().encrypt(secret),
+            },
+        ).one()
         return Created(EndpointRecord(*row), secret)
 
     def list_endpoints(self) -> list[EndpointRecord]:
         with self.engine.connect() as conn:
-            rows = on_connection(conn)(
-                f"SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY created_at DESC, id DESC", {}
+            rows = conn.execute(
+                text(f"SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY created_at DESC, id DESC")
             )
-        return [EndpointRecord(*row) for row in rows]
+            return [EndpointRecord(*row) for row in rows]
 
-    def get_endpoint(self, endpoint_id: uuid.UUID) -> EndpointRecord:
-        with self.engine.connect() as conn:
-            rows = on_connection(conn)(
-                f"SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = %(id)s", {"id": endpoint_id}
-            )
-        if not rows:
+    def get_endpoint(self, endpoint_id: uuid.UUID, conn: Connection | None = None) -> EndpointRecord:
+        sql = text(f"SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = :id")
+        if conn is None:
+            with self.engine.connect() as conn:
+                row = conn.execute(sql, {"id": endpoint_id}).one_or_none()
+        else:
+            row = conn.execute(sql, {"id": endpoint_id}).one_or_none()
+        if row is None:
             raise NotFound(f"webhook endpoint {endpoint_id} not found")
-        return EndpointRecord(*rows[0])
+        return EndpointRecord(*row)
 
     def update_endpoint(
         self,
+        tx: Tx,
         endpoint_id: uuid.UUID,
         *,
         url: str | None = None,
@@ -315,89 +317,84 @@ class WebhookStore:
         description: str | None = None,
     ) -> EndpointRecord:
         """Edit; ``all_event_types`` subscribes to every type. Enabling clears the disabled reason."""
-        self.get_endpoint(endpoint_id)  # an unknown endpoint is 404 before its new URL is looked up
+        self.get_endpoint(endpoint_id, tx.conn)  # an unknown endpoint is 404 before its new URL is looked up
         sets, params = [], {"id": endpoint_id}
         if url is not None:
             self.check_url(url)
-            sets.append("url = %(url)s")
+            sets.append("url = :url")
             params["url"] = url
         if all_event_types or event_types is not None:
-            sets.append("event_types = %(event_types)s")
+            sets.append("event_types = :event_types")
             params["event_types"] = None if all_event_types else self._event_types(event_types)
         if description is not None:
-            sets.append("description = %(description)s")
+            sets.append("description = :description")
             params["description"] = self._description(description)
         if enabled is not None:
-            sets.append("enabled = %(enabled)s, disabled_reason = %(reason)s")
+            sets.append("enabled = :enabled, disabled_reason = :reason")
             params.update(enabled=enabled, reason=None if enabled else "disabled by an admin")
-        with self.engine.begin() as conn:
-            rows = on_connection(conn)(
+        row = tx.conn.execute(
+            text(
                 f"UPDATE webhook_endpoints SET {', '.join([*sets, 'updated_at = now()'])} "
-                f"WHERE id = %(id)s RETURNING {ENDPOINT_COLUMNS}",
-                params,
-            )
-        if not rows:
+                f"WHERE id = :id RETURNING {ENDPOINT_COLUMNS}"
+            ),
+            params,
+        ).one_or_none()
+        if row is None:
             raise NotFound(f"webhook endpoint {endpoint_id} not found")
-        return EndpointRecord(*rows[0])
+        return EndpointRecord(*row)
 
-    def delete_endpoint(self, endpoint_id: uuid.UUID) -> None:
+    def delete_endpoint(self, tx: Tx, endpoint_id: uuid.UUID) -> None:
         """Gone with its deliveries; their queued jobs find nothing and end."""
-        with self.engine.begin() as conn:
-            if not on_connection(conn)(
-                "DELETE FROM webhook_endpoints WHERE id = %(id)s RETURNING id", {"id": endpoint_id}
-            ):
-                raise NotFound(f"webhook endpoint {endpoint_id} not found")
+        deleted = tx.conn.execute(
+            text("DELETE FROM webhook_endpoints WHERE id = :id RETURNING id"), {"id": endpoint_id}
+        ).first()
+        if deleted is None:
+            raise NotFound(f"webhook endpoint {endpoint_id} not found")
 
-    def rotate_secret(self, endpoint_id: uuid.UUID) -> str:
+    def rotate_secret(self, tx: Tx, endpoint_id: uuid.UUID) -> str:
         """A new secret; the old one keeps signing for WEBHOOK_ROTATION_GRACE_MS. Returns the new one."""
         secret = signing.new_secret()
-        with self.engine.begin() as conn:
-            rows = on_connection(conn)(
-                "UPDATE webhook_endpoints SET previous_secret = secret, secret = %(secret)s, "
-                "previous_secret_until = now() + %(grace_ms)s * interval '1 millisecond', updated_at = now() "
-                "WHERE id = %(id)s RETURNING id",
-                {
-                    "id": endpoint_id,
-                    "secret": self._cipher().encrypt(secret),
-                    "grace_ms": self.settings.webhook_rotation_grace_ms,
-                },
-            )
-        if not rows:
+        rotated = tx.conn.execute(
+            text(
+                "UPDATE webhook_endpoints SET previous_secret = secret, secret = :secret, "
+                "previous_secret_until = now() + :grace_ms * interval '1 millisecond', updated_at = now() "
+                "WHERE id = :id RETURNING id"
+            ),
+            {"id": endpoint_id, "secret": self._cipher().encrypt(secret), "grace_ms": self.rotation_grace_ms},
+        ).first()
+        if rotated is None:
             raise NotFound(f"webhook endpoint {endpoint_id} not found")
         return secret
 
-    def send_test(self, endpoint_id: uuid.UUID) -> tuple[uuid.UUID, list[Delivery]]:
-        """A ``webhook.test`` event to this endpoint only: its delivery id and the job to send."""
-        endpoint = self.get_endpoint(endpoint_id)
+    def send_test(self, tx: Tx, endpoint_id: uuid.UUID) -> uuid.UUID:
+        """A ``webhook.test`` event to this endpoint only, in ``tx``: its delivery id."""
+        endpoint = self.get_endpoint(endpoint_id, tx.conn)
+        disabled = Conflict(
+            f"webhook endpoint {endpoint_id} is disabled", field="enabled", code="ENDPOINT_DISABLED"
+        )
         if not endpoint.enabled:
-            raise Conflict(
-                f"webhook endpoint {endpoint_id} is disabled", field="enabled", code="ENDPOINT_DISABLED"
-            )
+            raise disabled
         event = Event("webhook.test", {"endpointId": str(endpoint_id), "message": "Gatehouse test event"})
-        with self.engine.begin() as conn:
-            sent = self.outbox(on_connection(conn), [event], endpoint_id)
-            rows = on_connection(conn)(
-                "SELECT id FROM webhook_deliveries WHERE message_id = %(m)s", {"m": event.id}
-            )
-        if not rows:  # disabled (or deleted) since the check above
-            raise Conflict(
-                f"webhook endpoint {endpoint_id} is disabled", field="enabled", code="ENDPOINT_DISABLED"
-            )
-        return rows[0][0], sent
+        self.outbox(tx, [event], endpoint_id)
+        delivery_id = tx.conn.execute(
+            text("SELECT id FROM webhook_deliveries WHERE message_id = :m"), {"m": event.id}
+        ).scalar()
+        if delivery_id is None:  # disabled (or deleted) since the check above
+            raise disabled
+        return delivery_id
 
     # -- deliveries ------------------------------------------------------------------
 
     def get_delivery(self, delivery_id: uuid.UUID) -> tuple[DeliveryRecord, list[AttemptRecord]]:
         with self.engine.connect() as conn:
-            sql = on_connection(conn)
-            rows = sql(f"{DELIVERY_SELECT} WHERE d.id = %(id)s", {"id": delivery_id})
-            if not rows:
+            row = conn.execute(text(f"{DELIVERY_SELECT} WHERE d.id = :id"), {"id": delivery_id}).one_or_none()
+            if row is None:
                 raise NotFound(f"webhook delivery {delivery_id} not found")
-            attempts = sql(
-                f"SELECT {ATTEMPT_COLUMNS} FROM webhook_attempts WHERE delivery_id = %(id)s ORDER BY attempt",
+            attempts = conn.execute(
+                text(f"SELECT {ATTEMPT_COLUMNS} FROM webhook_attempts WHERE delivery_id = :id ORDER BY attempt"),
                 {"id": delivery_id},
             )
-        return DeliveryRecord(*rows[0]), [AttemptRecord(*a) for a in attempts]
+            return DeliveryRecord(*row), [AttemptRecord(*a) for a in attempts]
 
     def list_deliveries(
         self,
@@ -412,27 +409,27 @@ class WebhookStore:
         """Newest first."""
         inner, params = DELIVERY_SELECT, {}
         if since is not None:
-            inner += " WHERE d.created_at >= %(since)s"
+            inner += " WHERE d.created_at >= :since"
             params["since"] = since
         sql, page = newest_first(
             f"SELECT * FROM ({inner}) AS deliveries",
             {"endpoint_id": endpoint_id, "status": status, "event_type": event_type},
             limit=limit,
             before=before,
-            param=lambda name: f"%({name})s",
+            param=lambda name: f":{name}",
         )
         with self.engine.connect() as conn:
-            rows = on_connection(conn)(sql, {**params, **page})
-        return [DeliveryRecord(*row) for row in rows]
+            return [DeliveryRecord(*row) for row in conn.execute(text(sql), {**params, **page})]
 
     def delivery_counts(self) -> dict[uuid.UUID, dict[str, int]]:
         """Each endpoint's deliveries by status (every status, zeros too), in one grouped query."""
         with self.engine.connect() as conn:
-            rows = on_connection(conn)(
-                "SELECT e.id, d.status, count(d.id) FROM webhook_endpoints AS e "
-                "LEFT JOIN webhook_deliveries AS d ON d.endpoint_id = e.id GROUP BY e.id, d.status",
-                {},
-            )
+            rows = conn.execute(
+                text(
+                    "SELECT e.id, d.status, count(d.id) FROM webhook_endpoints AS e "
+                    "LEFT JOIN webhook_deliveries AS d ON d.endpoint_id = e.id GROUP BY e.id, d.status"
+                )
+            ).all()
         counts: dict[uuid.UUID, dict[str, int]] = {}
         for endpoint_id, status, n in rows:
             by_status = counts.setdefault(endpoint_id, dict.fromkeys(STATUSES, 0))
@@ -440,117 +437,98 @@ class WebhookStore:
                 by_status[status] = n
         return counts
 
-    def replay(self, delivery_id: uuid.UUID) -> list[Delivery]:
+    def replay(self, tx: Tx, delivery_id: uuid.UUID) -> None:
         """A dead or delivered message again: same ``webhook-id``, a new series of attempts."""
-        with self.engine.begin() as conn:
-            sql = on_connection(conn)
-            rows = sql(
-                REPLAY.format(where="d.id = %(id)s", skip=""), {"id": delivery_id, "limit": 1, **self._job()}
-            )
-            if not rows:
-                found = sql(
-                    "SELECT d.status, e.enabled FROM webhook_deliveries AS d "
-                    "JOIN webhook_endpoints AS e ON e.id = d.endpoint_id WHERE d.id = %(id)s",
-                    {"id": delivery_id},
-                )
-                if not found:
-                    raise NotFound(f"webhook delivery {delivery_id} not found")
-                status, enabled = found[0]
-                if not enabled:
-                    raise Conflict("its endpoint is disabled: enable it first", code="ENDPOINT_DISABLED")
-                raise Conflict(
-                    f"a {status} delivery cannot be replayed (only {' or '.join(REPLAYABLE)})",
-                    field="status",
-                    code="NOT_REPLAYABLE",
-                )
-        return [_delivery(row, self._first_delay_ms()) for row in rows]
-
-    def start_replay_since(
-        self, endpoint_id: uuid.UUID, since: datetime | None
-    ) -> tuple[Accepted, list[Delivery]]:
-        """Queue the job that replays the endpoint's dead deliveries since ``since`` (all when None)."""
-        self.get_endpoint(endpoint_id)
-        with self.engine.begin() as conn:
-            [row] = on_connection(conn)(
-                SQL_CREATE,
-                {
-                    "id": uuid.uuid4(),
-                    "type": WEBHOOK_REPLAY.name,
-                    "queue": WEBHOOK_REPLAY.queue,
-                    "tier": WEBHOOK_REPLAY.tier,
-                    "account_id": None,
-                    "max_attempts": WEBHOOK_REPLAY.policy(self.settings).attempts,
-                    "payload": Jsonb(
-                        {"endpointId": str(endpoint_id), "since": since.isoformat() if since else None}
-                    ),
-                },
-            )
-        job = Accepted(*row)
-        return job, [Delivery(job.id, job.queue, job.type, job.delivery)]
-
-    def replay_dead_batch(self, endpoint_id: uuid.UUID, since: datetime | None) -> list[Delivery]:
-        """The next REPLAY_BATCH dead deliveries of an endpoint, each as a new series; [] when none is left."""
-        where = "d.endpoint_id = %(endpoint_id)s AND d.status = 'dead'" + (
-            " AND d.created_at >= %(since)s" if since else ""
+        batches = tx.conn.execute(
+            text(REPLAY.format(where="d.id = :id", skip="")),
+            {"id": delivery_id, "limit": 1, "batch_size": self.batch_size},
+        ).all()
+        if batches:
+            self._queue(tx, batches)
+            return
+        found = tx.conn.execute(
+            text(
+                "SELECT d.status, e.enabled FROM webhook_deliveries AS d "
+                "JOIN webhook_endpoints AS e ON e.id = d.endpoint_id WHERE d.id = :id"
+            ),
+            {"id": delivery_id},
+        ).one_or_none()
+        if found is None:
+            raise NotFound(f"webhook delivery {delivery_id} not found")
+        status, enabled = found
+        if not enabled:
+            raise Conflict("its endpoint is disabled: enable it first", code="ENDPOINT_DISABLED")
+        raise Conflict(
+            f"a {status} delivery cannot be replayed (only {' or '.join(REPLAYABLE)})",
+            field="status",
+            code="NOT_REPLAYABLE",
         )
-        with self.engine.begin() as conn:
-            rows = on_connection(conn)(
-                REPLAY.format(where=where, skip="SKIP LOCKED"),
-                {"endpoint_id": endpoint_id, "since": since, "limit": REPLAY_BATCH, **self._job()},
-            )
-        return [_delivery(row, self._first_delay_ms()) for row in rows]
+
+    def start_replay_since(self, tx: Tx, endpoint_id: uuid.UUID, since: datetime | None) -> Accepted:
+        """Queue the job that replays the endpoint's dead deliveries since ``since`` (all when None)."""
+        self.get_endpoint(endpoint_id, tx.conn)
+        job, _ = self.jobs.create(
+            tx,
+            WEBHOOK_REPLAY,
+            payload={"endpointId": str(endpoint_id), "since": since.isoformat() if since else None},
+        )
+        return job
+
+    def replay_dead_batch(self, tx: Tx, endpoint_id: uuid.UUID, since: datetime | None) -> int:
+        """The next REPLAY_BATCH dead deliveries of an endpoint, each as a new series; 0 when none is left."""
+        where = "d.endpoint_id = :endpoint_id AND d.status = 'dead'" + (
+            " AND d.created_at >= :since" if since else ""
+        )
+        batches = tx.conn.execute(
+            text(REPLAY.format(where=where, skip="SKIP LOCKED")),
+            {"endpoint_id": endpoint_id, "since": since, "limit": REPLAY_BATCH, "batch_size": self.batch_size},
+        ).all()
+        self._queue(tx, batches)
+        return sum(b.size for b in batches)
 
     # -- one run of a job (the job body) ------------------------------------------------
 
-    def begin_run(self, job_id: uuid.UUID) -> Run | str:
+    def begin_run(self, tx: Tx, job_id: uuid.UUID) -> Run | str:
         """Number an attempt of each undelivered delivery of the job and write its row; or why nothing is sent.
 
         Nothing is sent when the job has no delivery left (a replay took them over, or its
         endpoint was deleted), when all of them are delivered or dead, or when the endpoint
         is disabled (they go dead).
         """
-        with self.engine.begin() as conn:
-            sql = on_connection(conn)
-            rows = sql(
-                "SELECT d.id, d.status, d.attempts, d.message_id, d.payload, e.id, e.url, e.enabled, "
-                "e.secret, e.previous_secret, e.previous_secret_until > now() "
-                "FROM webhook_deliveries AS d JOIN webhook_endpoints AS e ON e.id = d.endpoint_id "
-                "WHERE d.job_id = %(job)s ORDER BY d.created_at, d.id FOR UPDATE OF d",
-                {"job": job_id},
-            )
-            if not rows:
-                return "replaced-or-gone"
-            live = [r for r in rows if r[1] not in REPLAYABLE]
-            if not live:
-                return "already-" + "-or-".join(sorted({r[1] for r in rows}))
-            endpoint_id, url, enabled, secret, previous, previous_live = rows[0][5:]
-            ids = [r[0] for r in live]
-            if not enabled:
-                sql(
-                    "UPDATE webhook_deliveries SET status = 'dead', updated_at = now() WHERE id = ANY(%(ids)s)",
-                    {"ids": ids},
-                )
-                return "endpoint-disabled"
-            sql(
-                "WITH numbered AS (UPDATE webhook_deliveries SET status = 'delivering', "
-                "attempts = attempts + 1, updated_at = now() WHERE id = ANY(%(ids)s) RETURNING id, attempts) "
-                "INSERT INTO webhook_attempts (delivery_id, attempt) SELECT id, attempts FROM numbered",
+        conn = tx.conn
+        rows = conn.execute(BEGIN_RUN, {"job": job_id}).all()
+        if not rows:
+            return "replaced-or-gone"
+        live = [r for r in rows if r[1] not in REPLAYABLE]
+        if not live:
+            return "already-" + "-or-".join(sorted({r[1] for r in rows}))
+        endpoint_id, url, enabled, secret, previous, previous_live = rows[0][5:]
+        ids = [r[0] for r in live]
+        if not enabled:
+            conn.execute(
+                text("UPDATE webhook_deliveries SET status = 'dead', updated_at = now() WHERE id = ANY(:ids)"),
                 {"ids": ids},
             )
-        cipher = self._cipher()
-        secrets = (cipher.decrypt(secret),) + (
-            (cipher.decrypt(previous),) if previous and previous_live else ()
+            return "endpoint-disabled"
+        conn.execute(
+            text(
+                "WITH numbered AS (UPDATE webhook_deliveries SET status = 'delivering', "
+                "attempts = attempts + 1, updated_at = now() WHERE id = ANY(:ids) RETURNING id, attempts) "
+                "INSERT INTO webhook_attempts (delivery_id, attempt) SELECT id, attempts FROM numbered"
+            ),
+            {"ids": ids},
         )
+        cipher = self._cipher()
+        secrets = (cipher.decrypt(secret),) + ((cipher.decrypt(previous),) if previous and previous_live else ())
         attempts = tuple(
-            Attempt(
-                d, n + 1, message_id, signing.body_of(payload), "pending" if was == "pending" else "failed"
-            )
+            Attempt(d, n + 1, message_id, signing.body_of(payload), "pending" if was == "pending" else "failed")
             for d, was, n, message_id, payload, *_ in live
         )
         return Run(job_id, endpoint_id, url, secrets, attempts)
 
     def end_run(
         self,
+        tx: Tx,
         run: Run,
         answered: Sequence[tuple[Attempt, Answer, str]],
         *,
@@ -564,50 +542,51 @@ class WebhookStore:
         is disabled and its waiting deliveries stopped (dead, their jobs failed), so no crash
         can leave the endpoint still taking deliveries. Returns how many were stopped.
         """
-        with self.engine.begin() as conn:
-            sql = on_connection(conn)
-            if answered:
-                sql(
-                    END_ATTEMPTS,
-                    {
-                        "ids": [a.delivery_id for a, _, _ in answered],
-                        "numbers": [a.number for a, _, _ in answered],
-                        "statuses": [status for _, _, status in answered],
-                        "codes": [answer.status_code for _, answer, _ in answered],
-                        "errors": [answer.error for _, answer, _ in answered],
-                        "ms": [answer.duration_ms for _, answer, _ in answered],
-                        "excerpts": [
-                            (answer.excerpt or "")[:RESPONSE_EXCERPT_MAX] or None for _, answer, _ in answered
-                        ],
-                    },
-                )
-            if unsent:
-                sql(
-                    UNSEND,
-                    {
-                        "ids": [a.delivery_id for a in unsent],
-                        "numbers": [a.number for a in unsent],
-                        "was": [a.was for a in unsent],
-                    },
-                )
-            if gone is None:
-                return 0
-            sql(
-                "UPDATE webhook_endpoints SET enabled = false, disabled_reason = %(reason)s, updated_at = now() "
-                "WHERE id = %(id)s",
-                {"id": run.endpoint_id, "reason": gone},
-            )
-            stopped = sql(
-                "UPDATE webhook_deliveries SET status = 'dead', updated_at = now() "
-                "WHERE endpoint_id = %(id)s AND status IN ('pending', 'failed') RETURNING job_id",
-                {"id": run.endpoint_id},
-            )
-            sql(
-                SQL_CANCEL,
+        conn = tx.conn
+        if answered:
+            conn.execute(
+                END_ATTEMPTS,
                 {
-                    "ids": list({job_id for (job_id,) in stopped if job_id}),
-                    "error": Jsonb({"code": "endpoint-gone", "message": gone}),
-                    "progress": Jsonb(P.stored(P.FAILED, reason="endpoint-gone")),
+                    "ids": [a.delivery_id for a, _, _ in answered],
+                    "numbers": [a.number for a, _, _ in answered],
+                    "statuses": [status for _, _, status in answered],
+                    "codes": [answer.status_code for _, answer, _ in answered],
+                    "errors": [answer.error for _, answer, _ in answered],
+                    "ms": [answer.duration_ms for _, answer, _ in answered],
+                    "excerpts": [
+                        (answer.excerpt or "")[:RESPONSE_EXCERPT_MAX] or None for _, answer, _ in answered
+                    ],
                 },
             )
+        if unsent:
+            conn.execute(
+                UNSEND,
+                {
+                    "ids": [a.delivery_id for a in unsent],
+                    "numbers": [a.number for a in unsent],
+                    "was": [a.was for a in unsent],
+                },
+            )
+        if gone is None:
+            return 0
+        conn.execute(
+            text(
+                "UPDATE webhook_endpoints SET enabled = false, disabled_reason = :reason, updated_at = now() "
+                "WHERE id = :id"
+            ),
+            {"id": run.endpoint_id, "reason": gone},
+        )
+        stopped = conn.execute(
+            text(
+                "UPDATE webhook_deliveries SET status = 'dead', updated_at = now() "
+                "WHERE endpoint_id = :id AND status IN ('pending', 'failed') RETURNING job_id"
+            ),
+            {"id": run.endpoint_id},
+        ).all()
+        self.jobs.cancel_many(
+            tx,
+            list({job_id for (job_id,) in stopped if job_id}),
+            error={"code": "endpoint-gone", "message": gone},
+            progress=P.stored(P.FAILED, reason="endpoint-gone"),
+        )
         return len(stopped)

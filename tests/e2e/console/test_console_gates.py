@@ -21,15 +21,15 @@ def held_gate(gh, name="Магазин «Север»"):
     """A gated probe job holding its account's gate (running for a minute), a second one waiting;
     before them, a short one that WB paused once (a 429) and that then completed."""
     account = gh.accounts.create(name, "token").id
-    earlier = gh.submit(GATED_USER_B, account_id=account, payload={"seconds": 1.5, "pause_once_ms": 300})[
+    earlier = gh.job_handlers.submit(GATED_USER_B, account_id=account, payload={"seconds": 1.5, "pause_once_ms": 300})[
         0
     ].id
     wait_until(
         lambda: gh.jobs.get(earlier).state == "completed", timeout=30, what="the first job to complete"
     )
-    holder = gh.submit(GATED_USER_A, account_id=account, payload={"seconds": 60})[0].id
+    holder = gh.job_handlers.submit(GATED_USER_A, account_id=account, payload={"seconds": 60})[0].id
     wait_until(lambda: gh.jobs.get(holder).started_at, timeout=30, what="the holder to start")
-    waiter = gh.submit(GATED_USER_B, account_id=account, payload={"seconds": 0.1})[0].id
+    waiter = gh.job_handlers.submit(GATED_USER_B, account_id=account, payload={"seconds": 0.1})[0].id
     wait_until(lambda: phase(gh, waiter) == "waiting-account", timeout=30, what="the second job to wait")
     return account, holder, waiter, earlier
 

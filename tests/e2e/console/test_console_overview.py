@@ -63,7 +63,7 @@ def test_the_overview_shows_a_live_worker_and_its_numbers_move_without_a_reload(
     refreshed = mark_document(page)
 
     # When a job starts running while the page is open
-    job = gh.submit(PROBE, account_id=None, payload={"seconds": 30})[0].id
+    job = gh.job_handlers.submit(PROBE, account_id=None, payload={"seconds": 30})[0].id
     wait_until(lambda: gh.jobs.get(job).state == "active", timeout=20, what="the probe to run")
 
     # Then its queue's running count and some worker's busy threads move, in the same document

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from playwright.sync_api import expect
 
-from gatehouse.composition import Gatehouse, bootstrap
+from gatehouse.composition import Components, bootstrap
 from gatehouse.events import Event, on_connection
 from tests.e2e.test_modules import logged, workers
 from tests.support.processes import wait_until
@@ -41,7 +41,7 @@ def process_env(process_env):
 
 
 @pytest.fixture
-def wh(settings, clean) -> Iterator[Gatehouse]:
+def wh(settings, clean) -> Iterator[Components]:
     gatehouse = bootstrap(
         settings.model_copy(
             update={"webhook_allowed_hosts": [ALLOW], "webhook_retry_schedule_ms": [0, 10, 10]}
@@ -70,7 +70,7 @@ def worker(processes) -> None:
     wait_until(lambda: logged(procs, "Worker process is ready"), timeout=30, what="the worker")
 
 
-def publish(gh: Gatehouse, **data: object) -> Event:
+def publish(gh: Components, **data: object) -> Event:
     event = Event("catalog.product.updated", {"productId": str(uuid.uuid4()), **data})
     with gh.engine.begin() as conn:
         sent = gh.events.publish(on_connection(conn), event)
@@ -78,7 +78,7 @@ def publish(gh: Gatehouse, **data: object) -> Event:
     return event
 
 
-def dead(gh: Gatehouse, event: Event, endpoint_id: uuid.UUID):
+def dead(gh: Components, event: Event, endpoint_id: uuid.UUID):
     def find():
         found = [d for d in gh.webhooks.list_deliveries(endpoint_id=endpoint_id) if d.message_id == event.id]
         return found and found[0].status == "dead" and found[0]

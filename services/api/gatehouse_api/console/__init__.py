@@ -7,7 +7,7 @@ JSON API calls.
 
 from __future__ import annotations
 
-from gatehouse.composition import Gatehouse
+from gatehouse.composition import Components
 from gatehouse_api.console import accounts as account_pages
 from gatehouse_api.console import bulk as bulk_pages
 from gatehouse_api.console import jobs as job_pages
@@ -18,7 +18,7 @@ from gatehouse_api.console import webhooks as webhook_pages
 from gatehouse_api.console.web import PREFIX, Console, ConsoleGuard, install_errors
 
 
-def build(gh: Gatehouse) -> tuple[Console, dict[str, object]]:
+def build(gh: Components) -> tuple[Console, dict[str, object]]:
     console = Console(gh)
     pages = {
         "/login": signin.Login(console),

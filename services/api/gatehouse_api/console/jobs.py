@@ -97,11 +97,11 @@ class RetryJob(_Action):
     """The form twin of POST /v1/jobs/{jobId}/retry: a failed job runs again with fresh attempts."""
 
     def act(self, job_id: uuid.UUID, actor: str) -> None:
-        self.gh.retry(job_id, actor=actor)
+        self.gh.job_handlers.retry(job_id, actor=actor)
 
 
 class CancelJob(_Action):
     """The form twin of POST /v1/jobs/{jobId}/cancel: a waiting or delayed job ends failed (cancelled)."""
 
     def act(self, job_id: uuid.UUID, actor: str) -> None:
-        self.gh.cancel(job_id, actor=actor)
+        self.gh.job_handlers.cancel(job_id, actor=actor)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from gatehouse.accounts import Principal
-from gatehouse.composition import Gatehouse
+from gatehouse.composition import Components
 from gatehouse.errors import ConfigurationError
 from gatehouse.users import Users
 
@@ -38,7 +38,7 @@ def _fingerprint(token: str) -> str:
 
 
 class Sessions:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
         settings = gh.settings
         admin = settings.admin_token.get_secret_value() if settings.admin_token else None

@@ -22,7 +22,7 @@ from urllib.parse import quote
 import falcon
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from gatehouse.composition import Gatehouse
+from gatehouse.composition import Components
 from gatehouse.errors import GatehouseError
 from gatehouse_api import errors
 from gatehouse_api.console.session import COOKIE, CSRF_FIELD, ConsoleSession, Sessions
@@ -99,7 +99,7 @@ def _ms(value: int | None) -> str:
 class Console:
     """The console's shared pieces, built once by ``routes`` and handed to every page."""
 
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
         self.sessions = Sessions(gh)
         self.templates = Environment(

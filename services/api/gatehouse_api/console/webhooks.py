@@ -84,7 +84,7 @@ class SetEnabled(_Page):
         enabled = form(req).get("enabled", "").lower()
         if enabled not in ("true", "false"):
             raise falcon.HTTPBadRequest(description="enabled must be true or false")
-        self.gh.webhooks.update_endpoint(endpoint_id, enabled=enabled == "true")
+        self.gh.webhook_handlers.update_endpoint(endpoint_id, enabled=enabled == "true")
         back(resp, f"{PREFIX}/webhooks/endpoints")
 
 

@@ -6,14 +6,14 @@ import uuid
 
 import falcon
 
-from gatehouse.composition import Gatehouse
+from gatehouse.composition import Components
 from gatehouse_api.auth import require_account, require_admin
 from gatehouse_api.body import read_json
 from gatehouse_api.schemas import AccountCreated, AccountView, CreateAccount, KeyCreated
 
 
 class Accounts:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -26,7 +26,7 @@ class Accounts:
 
 
 class Account:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
@@ -38,7 +38,7 @@ class Account:
 
 
 class AccountKeys:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:

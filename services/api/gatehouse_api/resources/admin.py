@@ -6,7 +6,7 @@ import uuid
 
 import falcon
 
-from gatehouse.composition import Gatehouse
+from gatehouse.composition import Components
 from gatehouse.errors import NotFound
 from gatehouse.schedules import FANOUT_QUEUE, runs, schedules
 from gatehouse_api.auth import require_admin
@@ -17,7 +17,7 @@ from gatehouse_api.schemas import ScheduleList, ScheduleRun, ScheduleView
 class AccountGate:
     """Who holds an account's gate, for how long, who wants it and who waits (best first)."""
 
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
@@ -26,7 +26,7 @@ class AccountGate:
         resp.media = gate_views(self.gh, [account])[0]["gate"]
 
 
-def schedule_views(gh: Gatehouse) -> list[ScheduleView]:
+def schedule_views(gh: Components) -> list[ScheduleView]:
     """Each schedule with its cron (UTC), max wait, last and next run (the API's and the console's view)."""
     items = []
     for s in schedules(gh.settings.schedules).values():
@@ -46,7 +46,7 @@ def schedule_views(gh: Gatehouse) -> list[ScheduleView]:
     return items
 
 
-def run_schedule(gh: Gatehouse, name: str) -> dict:
+def run_schedule(gh: Components, name: str) -> dict:
     """Send a schedule's tick now, as the scheduler would; NotFound for a name no schedule has."""
     schedule = schedules(gh.settings.schedules).get(name)
     if schedule is None:
@@ -58,7 +58,7 @@ def run_schedule(gh: Gatehouse, name: str) -> dict:
 class Schedules:
     """The periodic syncs and sweeps with their cron (UTC), max wait, last and next run."""
 
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -69,7 +69,7 @@ class Schedules:
 class RunSchedule:
     """Fire a schedule's tick now: its fan-out runs on a worker like a timed tick."""
 
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:

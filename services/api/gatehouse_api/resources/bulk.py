@@ -14,7 +14,7 @@ from gatehouse.catalog.bulk import (
     Selection,
     patch_from_json,
 )
-from gatehouse.composition import Gatehouse
+from gatehouse.composition import Components
 from gatehouse.errors import ValidationFailed
 from gatehouse_api.auth import principal, require_admin
 from gatehouse_api.body import read_json
@@ -52,7 +52,7 @@ def operation_view(op: OperationRecord) -> dict:
 
 
 def operation_page(
-    gh: Gatehouse,
+    gh: Components,
     *,
     status: str | None,
     type: str | None,
@@ -84,7 +84,7 @@ def failure_view(f: FailureRecord) -> dict:
     ).model_dump(mode="json")
 
 
-def failure_page(gh: Gatehouse, op_id: uuid.UUID, *, limit: int, cursor: str | None) -> dict:
+def failure_page(gh: Components, op_id: uuid.UUID, *, limit: int, cursor: str | None) -> dict:
     """A page of an operation's failed items with their products (the cursor is the last position)."""
     if cursor is not None and not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 6):
         raise ValidationFailed("cursor is not a cursor returned by this endpoint", field="cursor")
@@ -96,7 +96,7 @@ def failure_page(gh: Gatehouse, op_id: uuid.UUID, *, limit: int, cursor: str | N
 
 
 class BulkOperations:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -112,15 +112,13 @@ class BulkOperations:
             selection = Selection(product_ids=tuple(body.productIds))
         request = body.model_dump(mode="json", exclude_none=True)
         caller = principal(req)
-        op, deliveries = self.gh.bulk.create(
+        op = self.gh.catalog_handlers.create_bulk_operation(
             selection,
             patch_from_json(request["patch"]),
             request,
             requester=caller.user_id,
             actor=caller.actor,
-            sync_threshold=self.gh.settings.bulk_sync_threshold,
         )
-        self.gh.events.send(deliveries)
         if op.status == "pending":  # queued: its job runs it
             resp.status = 202
         resp.location = f"/v1/admin/catalog/bulk-operations/{op.id}"
@@ -138,7 +136,7 @@ class BulkOperations:
 
 
 class BulkOperation:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, operation_id: uuid.UUID) -> None:
@@ -147,7 +145,7 @@ class BulkOperation:
 
 
 class BulkFailures:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, operation_id: uuid.UUID) -> None:

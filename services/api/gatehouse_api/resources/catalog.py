@@ -8,7 +8,7 @@ import falcon
 
 from gatehouse.catalog import AttributeRecord, NewProduct, Price, ProductPatch, ProductRecord
 from gatehouse.catalog.rules import STATUSES
-from gatehouse.composition import Gatehouse
+from gatehouse.composition import Components
 from gatehouse_api.auth import principal, require_admin
 from gatehouse_api.body import read_json
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit
@@ -68,13 +68,13 @@ def new_product(body: CreateProduct) -> NewProduct:
 
 
 class Products:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         body = read_json(req, CreateProduct, max_bytes=self.gh.settings.max_body_bytes)
-        product = self.gh.catalog.create_product(new_product(body))
+        product = self.gh.catalog_handlers.create_product(new_product(body))
         resp.status = 201
         resp.location = f"/v1/admin/catalog/products/{product.id}"
         resp.media = product_view(product)
@@ -95,19 +95,19 @@ class Products:
 class ProductsBatch:
     """Up to 1,000 products in one transaction: all are created, or none."""
 
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         body = read_json(req, CreateProducts, max_bytes=self.gh.settings.catalog_batch_max_body_bytes)
-        created = self.gh.catalog.create_products([new_product(item) for item in body.items])
+        created = self.gh.catalog_handlers.create_products([new_product(item) for item in body.items])
         resp.status = 201
         resp.media = ProductsCreated(created=created).model_dump(mode="json")
 
 
 class Product:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, product_id: uuid.UUID) -> None:
@@ -124,18 +124,18 @@ class Product:
             status=body.status,
             attributes=dict(body.attributes) if body.attributes is not None else None,
         )
-        product = self.gh.catalog.patch_product(product_id, patch, actor=principal(req).actor)
+        product = self.gh.catalog_handlers.patch_product(product_id, patch, actor=principal(req).actor)
         resp.media = product_view(product)
 
 
 class Attributes:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         body = read_json(req, CreateAttribute, max_bytes=self.gh.settings.max_body_bytes)
-        attribute = self.gh.catalog.create_attribute(body.code, body.label, body.searchable)
+        attribute = self.gh.catalog_handlers.create_attribute(body.code, body.label, body.searchable)
         resp.status = 201
         resp.location = f"/v1/admin/catalog/attributes/{attribute.code}"
         resp.media = attribute_view(attribute)
@@ -147,20 +147,18 @@ class Attributes:
 
 
 class Attribute:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_patch(self, req: falcon.Request, resp: falcon.Response, code: str) -> None:
         require_admin(req)
         body = read_json(req, PatchAttribute, max_bytes=self.gh.settings.max_body_bytes)
         caller = principal(req)
-        attribute, reindex = self.gh.catalog.update_attribute(
+        attribute, reindex = self.gh.catalog_handlers.patch_attribute(
             code, label=body.label, searchable=body.searchable, actor=caller.actor, requester=caller.user_id
         )
         view = AttributePatched(**attribute_model(attribute).model_dump())
         if reindex is not None:  # the searchable flag flipped: a re-index was queued (or is live)
-            if reindex.delivery is not None:
-                self.gh.enqueue(reindex.delivery)
             view.reindex = ReindexStarted(
                 operationId=reindex.operation.id, alreadyRunning=reindex.already_running
             )

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import falcon
 
 from gatehouse.accounts import AccountListing
-from gatehouse.composition import Gatehouse
+from gatehouse.composition import Components
 from gatehouse.errors import ValidationFailed
 from gatehouse.gate import GateState, gate_keys, job_of
 from gatehouse.models import Account
@@ -76,13 +76,13 @@ AnyAccount = Account | AccountListing
 Reading = tuple[AnyAccount, GateState, list[pauses.Pause]]
 
 
-def _read(gh: Gatehouse, accounts: list[AnyAccount]) -> list[Reading]:
+def _read(gh: Components, accounts: list[AnyAccount]) -> list[Reading]:
     """Each account's gate and recent pauses, in two Redis round trips for all of them."""
     ids = [str(a.id) for a in accounts]
     return list(zip(accounts, gh.gate.inspect_many(ids), pauses.recent_many(gh.redis, ids), strict=True))
 
 
-def _maybe_hot(gh: Gatehouse, accounts: list[AccountListing]) -> list[AccountListing]:
+def _maybe_hot(gh: Components, accounts: list[AccountListing]) -> list[AccountListing]:
     keys = []
     for a in accounts:
         gate = gate_keys(str(a.id))
@@ -100,12 +100,12 @@ def _view(account: AnyAccount, state: GateState, recent: list[pauses.Pause]) -> 
     ).model_dump(mode="json")
 
 
-def gate_views(gh: Gatehouse, accounts: list[AnyAccount]) -> list[dict]:
+def gate_views(gh: Components, accounts: list[AnyAccount]) -> list[dict]:
     """Each account with its gate and recent pauses (AccountGateView), in two Redis round trips."""
     return [_view(*reading) for reading in _read(gh, accounts)]
 
 
-def account_gate_page(gh: Gatehouse, param: Callable[[str], str | None], *, limit: int) -> dict:
+def account_gate_page(gh: Components, param: Callable[[str], str | None], *, limit: int) -> dict:
     """A page (AccountGatePage) of accounts newest first, by ``param``'s name (a part of it, any
     case), hot (``true``: hot ones only) and cursor."""
     name = param("name")
@@ -133,7 +133,7 @@ def account_gate_page(gh: Gatehouse, param: Callable[[str], str | None], *, limi
 class AccountGates:
     """Every seller account with its gate (admin), newest first: GET /v1/admin/accounts."""
 
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import falcon
 
 from gatehouse import metrics
-from gatehouse.composition import Gatehouse
+from gatehouse.composition import Components
 from gatehouse.db import ping
 from gatehouse_api.errors import problem, send_problem
 
@@ -56,7 +56,7 @@ class Ready:
 
     public = True
 
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
         self.timeout = gh.settings.ready_timeout_ms / 1000
         self.probes = {"postgresql": Probe(lambda: ping(gh.engine)), "redis": Probe(gh.redis.ping)}

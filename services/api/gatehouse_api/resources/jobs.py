@@ -8,7 +8,7 @@ from collections.abc import Callable
 import falcon
 
 from gatehouse import progress
-from gatehouse.composition import Gatehouse
+from gatehouse.composition import Components
 from gatehouse.errors import NotFound, ValidationFailed
 from gatehouse.job_types import AUTOBIDDER_SYNC_USER, IMPORT_KINDS, REGISTRY, JobType
 from gatehouse.jobs import JobRecord
@@ -44,7 +44,7 @@ def job_view(job: JobRecord) -> dict:
 
 def accept(
     req: falcon.Request,
-    gh: Gatehouse,
+    gh: Components,
     resp: falcon.Response,
     job_type: JobType,
     account_id: uuid.UUID,
@@ -55,14 +55,14 @@ def accept(
         # An account's own key proves the account exists (its keys go with it); anyone else's
         # request reads it: one round trip less on the hot path of an account's creates.
         gh.accounts.get(account_id)
-    job, created = gh.submit(job_type, account_id=account_id, payload=payload)
+    job, created = gh.job_handlers.submit(job_type, account_id=account_id, payload=payload)
     resp.status = 202
     resp.location = f"/v1/jobs/{job.id}"
     resp.media = JobAccepted(jobId=job.id, alreadyRunning=not created).model_dump(mode="json")
 
 
 class DigitizationImports:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
@@ -75,7 +75,7 @@ class DigitizationImports:
 
 
 class AutobidderSync:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
@@ -85,7 +85,7 @@ class AutobidderSync:
 
 
 class JobStatus:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, job_id: uuid.UUID) -> None:
@@ -98,12 +98,12 @@ class JobStatus:
 class JobRetry:
     """A failed job runs again with fresh attempts (admin): 202 and the job, waiting."""
 
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, job_id: uuid.UUID) -> None:
         require_admin(req)
-        job = self.gh.retry(job_id, actor=principal(req).actor)
+        job = self.gh.job_handlers.retry(job_id, actor=principal(req).actor)
         resp.status = 202
         resp.location = f"/v1/jobs/{job.id}"
         resp.media = job_view(job)
@@ -112,16 +112,16 @@ class JobRetry:
 class JobCancel:
     """A waiting or delayed job ends failed, error code ``cancelled`` (admin): 200 and the job."""
 
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, job_id: uuid.UUID) -> None:
         require_admin(req)
-        resp.media = job_view(self.gh.cancel(job_id, actor=principal(req).actor))
+        resp.media = job_view(self.gh.job_handlers.cancel(job_id, actor=principal(req).actor))
 
 
 class AccountJobs:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
@@ -141,7 +141,7 @@ class AccountJobs:
         ).model_dump(mode="json")
 
 
-def job_page(gh: Gatehouse, param: Callable[[str], str | None], *, limit: int) -> dict:
+def job_page(gh: Components, param: Callable[[str], str | None], *, limit: int) -> dict:
     """A page (JobPage) of every account's jobs, newest first, by ``param``'s state, phase, type, tier,
     accountId, createdAfter, createdBefore and cursor."""
     account = param("accountId")
@@ -167,7 +167,7 @@ def job_page(gh: Gatehouse, param: Callable[[str], str | None], *, limit: int) -
 class AdminJobs:
     """Every account's jobs (admin), newest first, filtered like the console's jobs page."""
 
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import falcon
 
-from gatehouse.composition import Gatehouse
+from gatehouse.composition import Components
 from gatehouse.modules import MODULES, ModuleState, module_of_path
 from gatehouse_api.auth import principal, require_admin
 from gatehouse_api.body import read_json
@@ -25,7 +25,7 @@ def module_view(m: ModuleState) -> dict:
 class ModuleRoutes:
     """Falcon middleware: a route of a module that is off answers MODULE_DISABLED (after authentication)."""
 
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def process_resource(
@@ -37,7 +37,7 @@ class ModuleRoutes:
 
 
 class Modules:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -49,7 +49,7 @@ class Modules:
 
 
 class Module:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_put(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:

@@ -17,7 +17,7 @@ import falcon
 from pydantic import Field
 
 from gatehouse import operations
-from gatehouse.composition import Gatehouse
+from gatehouse.composition import Components
 from gatehouse_api.auth import require_admin
 from gatehouse_api.resources.admin import schedule_views
 from gatehouse_api.resources.health import Ready
@@ -73,7 +73,7 @@ class OverviewView(Reply):
 class StoreChecks(Ready):
     """/readyz's probes (one check per store at a time, on daemon threads), on the overview's deadline."""
 
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         super().__init__(gh)
         self.timeout = min(STORE_CHECK_MS, gh.settings.ready_timeout_ms) / 1000
 
@@ -81,7 +81,7 @@ class StoreChecks(Ready):
         return self._checks()
 
 
-def overview_view(gh: Gatehouse, checks: StoreChecks) -> dict:
+def overview_view(gh: Components, checks: StoreChecks) -> dict:
     snap = operations.snapshot(gh, checks())
     redis = snap.stores.get("redis") == "ok"
     return OverviewView(
@@ -123,7 +123,7 @@ def overview_view(gh: Gatehouse, checks: StoreChecks) -> dict:
 
 
 class Overview:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
         self.checks = StoreChecks(gh)
 

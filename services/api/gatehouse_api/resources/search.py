@@ -6,7 +6,7 @@ import falcon
 
 from gatehouse import search
 from gatehouse.catalog.rules import STATUSES
-from gatehouse.composition import Gatehouse
+from gatehouse.composition import Components
 from gatehouse.errors import ValidationFailed
 from gatehouse_api.auth import principal, require_admin
 from gatehouse_api.schemas import ReindexStarted, SearchHit, SearchPage
@@ -23,7 +23,7 @@ def _search_limit(raw: str | None) -> int:
 class Search:
     """Full-text search of the catalog (the live index): ranked, the last word as a prefix."""
 
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -46,14 +46,12 @@ class Search:
 class SearchReindex:
     """Queue a re-index of every product's document (or answer with the live one)."""
 
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
-        reindex = self.gh.bulk.start_reindex(requester=principal(req).user_id)
-        if reindex.delivery is not None:
-            self.gh.enqueue(reindex.delivery)
+        reindex = self.gh.catalog_handlers.start_reindex(requester=principal(req).user_id)
         resp.status = 202
         resp.location = f"/v1/admin/catalog/bulk-operations/{reindex.operation.id}"
         resp.media = ReindexStarted(

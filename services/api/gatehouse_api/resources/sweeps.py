@@ -12,7 +12,7 @@ import uuid
 
 import falcon
 
-from gatehouse.composition import Gatehouse
+from gatehouse.composition import Components
 from gatehouse.sweeps.tables import CartRecord, PriceListRecord, RfqRecord
 from gatehouse_api.auth import principal, require_admin
 from gatehouse_api.body import read_json
@@ -62,7 +62,7 @@ def rfq_view(r: RfqRecord) -> dict:
 
 
 class _Resource:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def _body(self, req: falcon.Request, model):
@@ -73,7 +73,7 @@ class _Resource:
 class Carts(_Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = self._body(req, CreateCart)
-        cart = self.gh.sweeps.create_cart(body.customerRef, [i.model_dump() for i in body.items])
+        cart = self.gh.sweep_handlers.create_cart(body.customerRef, [i.model_dump() for i in body.items])
         resp.status = 201
         resp.location = f"/v1/admin/carts/{cart.id}"
         resp.media = cart_view(cart)
@@ -87,13 +87,13 @@ class Cart(_Resource):
     def on_patch(self, req: falcon.Request, resp: falcon.Response, cart_id: uuid.UUID) -> None:
         body = self._body(req, PatchCart)
         items = [i.model_dump() for i in body.items]
-        resp.media = cart_view(self.gh.sweeps.set_cart_items(cart_id, items, actor=principal(req).actor))
+        resp.media = cart_view(self.gh.sweep_handlers.set_cart_items(cart_id, items, actor=principal(req).actor))
 
 
 class PriceLists(_Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = self._body(req, CreatePriceList)
-        price_list = self.gh.sweeps.create_price_list(body.name, body.validFrom, body.validTo)
+        price_list = self.gh.sweep_handlers.create_price_list(body.name, body.validFrom, body.validTo)
         resp.status = 201
         resp.location = f"/v1/admin/price-lists/{price_list.id}"
         resp.media = price_list_view(price_list)
@@ -108,7 +108,7 @@ class PriceList(_Resource):
 class Rfqs(_Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = self._body(req, CreateRfq)
-        rfq = self.gh.sweeps.create_rfq(body.customerRef, body.expiresAt)
+        rfq = self.gh.sweep_handlers.create_rfq(body.customerRef, body.expiresAt)
         resp.status = 201
         resp.location = f"/v1/admin/rfqs/{rfq.id}"
         resp.media = rfq_view(rfq)

@@ -6,14 +6,14 @@ import uuid
 
 import falcon
 
-from gatehouse.composition import Gatehouse
+from gatehouse.composition import Components
 from gatehouse_api.auth import require_admin_token
 from gatehouse_api.body import read_json
 from gatehouse_api.schemas import CreateUser, KeyCreated, UserCreated
 
 
 class Users:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -25,7 +25,7 @@ class Users:
 
 
 class UserKeys:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, user_id: uuid.UUID) -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import falcon
 
-from gatehouse.composition import Gatehouse
+from gatehouse.composition import Components
 from gatehouse.paging import instant
 from gatehouse.webhooks.store import EVENT_TYPES
 from gatehouse.webhooks.tables import STATUSES, AttemptRecord, DeliveryRecord, EndpointRecord
@@ -72,20 +72,20 @@ def attempt_view(a: AttemptRecord) -> AttemptView:
     )
 
 
-def endpoint_list(gh: Gatehouse) -> dict:
+def endpoint_list(gh: Components) -> dict:
     return EndpointList(items=[endpoint_view(e) for e in gh.webhooks.list_endpoints()]).model_dump(
         mode="json"
     )
 
 
-def delivery_counts(gh: Gatehouse) -> dict:
+def delivery_counts(gh: Components) -> dict:
     """Every endpoint's deliveries by status (one grouped query)."""
     return DeliveryCountList(
         items=[DeliveryCounts(endpointId=e, **counts) for e, counts in gh.webhooks.delivery_counts().items()]
     ).model_dump(mode="json")
 
 
-def delivery_page(gh: Gatehouse, param: Callable[[str], str | None], *, limit: int) -> dict:
+def delivery_page(gh: Components, param: Callable[[str], str | None], *, limit: int) -> dict:
     """A page of deliveries, newest first, filtered by ``param``'s endpointId, status, eventType, since, cursor."""
     endpoint = param("endpointId")
     endpoint_id = uuid_param(endpoint, "endpointId")
@@ -105,7 +105,7 @@ def delivery_page(gh: Gatehouse, param: Callable[[str], str | None], *, limit: i
     ).model_dump(mode="json")
 
 
-def delivery_detail(gh: Gatehouse, delivery_id: uuid.UUID) -> dict:
+def delivery_detail(gh: Components, delivery_id: uuid.UUID) -> dict:
     delivery, attempts = gh.webhooks.get_delivery(delivery_id)
     return DeliveryDetail(
         **delivery_fields(delivery),
@@ -114,36 +114,30 @@ def delivery_detail(gh: Gatehouse, delivery_id: uuid.UUID) -> dict:
     ).model_dump(mode="json")
 
 
-def rotate_secret(gh: Gatehouse, endpoint_id: uuid.UUID) -> dict:
+def rotate_secret(gh: Components, endpoint_id: uuid.UUID) -> dict:
     """A new secret (shown once, in this answer only) and until when the old one still signs."""
-    secret = gh.webhooks.rotate_secret(endpoint_id)
-    endpoint = gh.webhooks.get_endpoint(endpoint_id)
-    grace = timedelta(milliseconds=gh.settings.webhook_rotation_grace_ms)
-    return SecretRotated(secret=secret, previousSecretValidUntil=endpoint.updated_at + grace).model_dump(
-        mode="json"
-    )
+    secret, until = gh.webhook_handlers.rotate_secret(endpoint_id)
+    return SecretRotated(secret=secret, previousSecretValidUntil=until).model_dump(mode="json")
 
 
-def send_test(gh: Gatehouse, endpoint_id: uuid.UUID) -> dict:
-    delivery_id, sent = gh.webhooks.send_test(endpoint_id)
-    gh.events.send(sent)
+def send_test(gh: Components, endpoint_id: uuid.UUID) -> dict:
+    delivery_id = gh.webhook_handlers.send_test(endpoint_id)
     return TestSent(deliveryId=delivery_id).model_dump(mode="json")
 
 
-def replay_since(gh: Gatehouse, endpoint_id: uuid.UUID, since: datetime | None) -> dict:
-    job, sent = gh.webhooks.start_replay_since(endpoint_id, since)
-    gh.events.send(sent)
+def replay_since(gh: Components, endpoint_id: uuid.UUID, since: datetime | None) -> dict:
+    job = gh.webhook_handlers.start_replay_since(endpoint_id, since)
     return ReplayQueued(jobId=job.id, endpointId=endpoint_id, since=since).model_dump(mode="json")
 
 
-def replay_delivery(gh: Gatehouse, delivery_id: uuid.UUID) -> dict:
-    gh.events.send(gh.webhooks.replay(delivery_id))
+def replay_delivery(gh: Components, delivery_id: uuid.UUID) -> dict:
+    gh.webhook_handlers.replay(delivery_id)
     delivery, _ = gh.webhooks.get_delivery(delivery_id)
     return DeliveryView(**delivery_fields(delivery)).model_dump(mode="json")
 
 
 class _Resource:
-    def __init__(self, gh: Gatehouse) -> None:
+    def __init__(self, gh: Components) -> None:
         self.gh = gh
 
     def max_bytes(self) -> int:
@@ -154,7 +148,7 @@ class Endpoints(_Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         body = read_json(req, CreateEndpoint, max_bytes=self.max_bytes())
-        created = self.gh.webhooks.create_endpoint(
+        created = self.gh.webhook_handlers.create_endpoint(
             body.url, event_types=body.eventTypes, description=body.description
         )
         resp.status = 201
@@ -184,7 +178,7 @@ class Endpoint(_Resource):
         body = read_json(req, PatchEndpoint, max_bytes=self.max_bytes())
         given = body.model_fields_set
         resp.media = endpoint_view(
-            self.gh.webhooks.update_endpoint(
+            self.gh.webhook_handlers.update_endpoint(
                 endpoint_id,
                 url=body.url,
                 event_types=body.eventTypes,
@@ -196,7 +190,7 @@ class Endpoint(_Resource):
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
         require_admin(req)
-        self.gh.webhooks.delete_endpoint(endpoint_id)
+        self.gh.webhook_handlers.delete_endpoint(endpoint_id)
         resp.status = 204
 
 

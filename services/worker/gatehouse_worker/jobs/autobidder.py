@@ -8,6 +8,7 @@ from typing import Any
 from gatehouse.job_types import AUTOBIDDER_SYNC_USER
 from gatehouse.wb import client as wb
 from gatehouse.wb import tables
+from gatehouse.wb.tables import WbData
 from gatehouse_worker.runtime import JobContext, job
 
 STATS_DAYS = 7  # fullstats allows up to 31 days per call
@@ -15,15 +16,15 @@ IDS_PER_CALL = 50  # and up to 50 campaigns
 
 
 @job(AUTOBIDDER_SYNC_USER)
-def autobidder_sync_user(ctx: JobContext) -> dict[str, Any]:
+def autobidder_sync_user(ctx: JobContext, data: WbData) -> dict[str, Any]:
     with ctx.wb() as client:
         campaigns = (client.call(wb.ADVERTS) or {}).get("adverts", [])
-        tables.upsert(ctx.gatehouse.engine, tables.CAMPAIGNS, ctx.job.account_id, campaigns)
-        stats = sync_stats(ctx, client, [c["id"] for c in campaigns], date.today(), days=STATS_DAYS)
+        data.upsert(tables.CAMPAIGNS, ctx.job.account_id, campaigns)
+        stats = sync_stats(ctx, data, client, [c["id"] for c in campaigns], date.today(), days=STATS_DAYS)
     return {"campaigns": len(campaigns), "statDays": stats}
 
 
-def sync_stats(ctx: JobContext, client: wb.WbClient, ids: list[int], today: date, *, days: int) -> int:
+def sync_stats(ctx: JobContext, data: WbData, client: wb.WbClient, ids: list[int], today: date, *, days: int) -> int:
     """Fullstats of the ``days`` days before ``today``, 50 campaigns per call."""
     begin, end = (today - timedelta(days=days)).isoformat(), (today - timedelta(days=1)).isoformat()
     written = 0
@@ -40,5 +41,5 @@ def sync_stats(ctx: JobContext, client: wb.WbClient, ids: list[int], today: date
             for item in answer
             for day in item.get("days", [])
         ]
-        written += tables.upsert_values(ctx.gatehouse.engine, tables.WbCampaignStat, values)
+        written += data.upsert_values(tables.WbCampaignStat, values)
     return written

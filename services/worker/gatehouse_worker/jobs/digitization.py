@@ -11,16 +11,17 @@ from typing import Any
 from gatehouse.job_types import IMPORT_USER_FEEDS, IMPORT_USER_REPORT
 from gatehouse.wb import client as wb
 from gatehouse.wb import tables
+from gatehouse.wb.tables import WbData
 from gatehouse_worker.runtime import JobContext, job
 
 
 @job(IMPORT_USER_FEEDS)
-def import_user_feeds(ctx: JobContext) -> dict[str, Any]:
+def import_user_feeds(ctx: JobContext, data: WbData) -> dict[str, Any]:
     """Orders and sales whose last change falls in [dateFrom, dateTo]."""
     since, until = ctx.payload["dateFrom"], f"{ctx.payload['dateTo']}T23:59:59"
     with ctx.wb() as client:
         return {
-            feed: import_feed(ctx, client, feed, endpoint, dataset, since, until)
+            feed: import_feed(ctx, data, client, feed, endpoint, dataset, since, until)
             for feed, endpoint, dataset in (
                 ("orders", wb.ORDERS, tables.ORDERS),
                 ("sales", wb.SALES, tables.SALES),
@@ -30,6 +31,7 @@ def import_user_feeds(ctx: JobContext) -> dict[str, Any]:
 
 def import_feed(
     ctx: JobContext,
+    data: WbData,
     client: wb.WbClient,
     feed: str,
     endpoint: wb.Endpoint,
@@ -52,7 +54,7 @@ def import_feed(
     while not state["done"]:
         rows = client.call(endpoint, params={"dateFrom": state["cursor"], "flag": 0}) or []
         in_period = [r for r in rows if r["lastChangeDate"] <= until]
-        tables.upsert(ctx.gatehouse.engine, dataset, ctx.job.account_id, in_period)
+        data.upsert(dataset, ctx.job.account_id, in_period)
         seen = set(state["boundary"])
         state["stored"] += sum(1 for r in in_period if _key(keys, r) not in seen)
         last = rows[-1]["lastChangeDate"] if rows else state["cursor"]
@@ -61,7 +63,7 @@ def import_feed(
         state["cursor"] = last
         ctx.save_checkpoint({**ctx.checkpoint, feed: state})
         if remember:
-            tables.save_cursor(ctx.gatehouse.engine, ctx.job.account_id, feed, last)
+            data.save_cursor(ctx.job.account_id, feed, last)
     return state["stored"]
 
 
@@ -70,17 +72,22 @@ def _key(keys: Any, row: dict[str, Any]) -> str:
 
 
 @job(IMPORT_USER_REPORT)
-def import_user_report(ctx: JobContext) -> dict[str, Any]:
+def import_user_report(ctx: JobContext, data: WbData, report_page_rows: int) -> dict[str, Any]:
     with ctx.wb() as client:
-        return {"reportRows": import_report(ctx, client, ctx.payload["dateFrom"], ctx.payload["dateTo"])}
+        rows = import_report(
+            ctx, data, client, ctx.payload["dateFrom"], ctx.payload["dateTo"], page_rows=report_page_rows
+        )
+    return {"reportRows": rows}
 
 
-def import_report(ctx: JobContext, client: wb.WbClient, date_from: str, date_to: str) -> int:
+def import_report(
+    ctx: JobContext, data: WbData, client: wb.WbClient, date_from: str, date_to: str, *, page_rows: int
+) -> int:
     """The realization report for a period, page by page on the rrdId cursor until WB answers 204."""
-    body = {"dateFrom": date_from, "dateTo": date_to, "limit": ctx.gatehouse.settings.wb_report_page_rows}
+    body = {"dateFrom": date_from, "dateTo": date_to, "limit": page_rows}
     state = ctx.checkpoint.get("report") or {"rrdId": 0, "rows": 0}
     while rows := client.call(wb.REPORT, body={**body, "rrdId": state["rrdId"]}):
-        tables.upsert(ctx.gatehouse.engine, tables.REPORT, ctx.job.account_id, rows)
+        data.upsert(tables.REPORT, ctx.job.account_id, rows)
         state = {"rrdId": rows[-1]["rrd_id"], "rows": state["rows"] + len(rows)}
         ctx.save_checkpoint({**ctx.checkpoint, "report": state})
     return state["rows"]

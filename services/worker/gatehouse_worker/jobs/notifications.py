@@ -19,7 +19,6 @@ from urllib.parse import unquote, urlsplit
 from gatehouse.errors import PermanentJobError
 from gatehouse.job_types import NOTIFICATION_EMAIL
 from gatehouse.notifications import EmailOf, NotificationStore
-from gatehouse.settings import Settings
 from gatehouse_worker.runtime import JobContext, job
 
 PORTS = {"smtp": 25, "smtps": 465}
@@ -34,13 +33,22 @@ class SmtpServer:
     password: str | None = field(default=None, repr=False)
 
 
-def smtp_server(settings: Settings) -> SmtpServer:
+@dataclass(frozen=True)
+class SmtpConfig:
+    """SMTP_URL, MAIL_FROM and SMTP_TIMEOUT_MS."""
+
+    url: str | None = field(repr=False)
+    mail_from: str
+    timeout_ms: int
+
+
+def smtp_server(smtp_url: str | None) -> SmtpServer:
     """SMTP_URL as host, port, TLS and login; unset or malformed fails the job at once (no retry fixes it)."""
-    if not settings.smtp_url:
+    if not smtp_url:
         raise PermanentJobError(
             "SMTP_URL is not set: no server to send e-mail to", code="SMTP_NOT_CONFIGURED"
         )
-    url = urlsplit(settings.smtp_url)
+    url = urlsplit(smtp_url)
     try:
         port = url.port
     except ValueError:
@@ -82,12 +90,11 @@ def send(server: SmtpServer, msg: EmailMessage, timeout_s: float) -> None:
 
 
 @job(NOTIFICATION_EMAIL)
-def notification_email(ctx: JobContext) -> dict[str, Any] | None:
-    settings = ctx.gatehouse.settings
-    server = smtp_server(settings)
-    of = NotificationStore(ctx.gatehouse.engine).email_of(uuid.UUID(ctx.payload["notificationId"]))
+def notification_email(ctx: JobContext, notifications: NotificationStore, smtp: SmtpConfig) -> dict[str, Any] | None:
+    server = smtp_server(smtp.url)
+    of = notifications.email_of(uuid.UUID(ctx.payload["notificationId"]))
     if of is None:
         return {"sent": False, "reason": "notification-gone"}
     ctx.ensure_held()
-    send(server, message(of, settings.mail_from), settings.smtp_timeout_ms / 1000)
+    send(server, message(of, smtp.mail_from), smtp.timeout_ms / 1000)
     return None

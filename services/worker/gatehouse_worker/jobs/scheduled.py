@@ -13,6 +13,7 @@ from typing import Any
 from gatehouse import job_types as jt
 from gatehouse.wb import client as wb
 from gatehouse.wb import tables
+from gatehouse.wb.tables import WbData
 from gatehouse_worker.jobs.autobidder import sync_stats
 from gatehouse_worker.jobs.digitization import import_feed, import_report
 from gatehouse_worker.runtime import JobContext, job
@@ -24,7 +25,7 @@ STOCKS_PAGE, CARDS_PAGE = 1_000, 100
 
 
 @job(jt.SYNC_INCREMENTAL)
-def sync_incremental(ctx: JobContext) -> dict[str, Any]:
+def sync_incremental(ctx: JobContext, data: WbData) -> dict[str, Any]:
     """Orders and sales changed since the account's stored cursors."""
     start = (date.today() - timedelta(days=FIRST_SYNC_DAYS)).isoformat()
     counts = {}
@@ -33,56 +34,55 @@ def sync_incremental(ctx: JobContext) -> dict[str, Any]:
             ("orders", wb.ORDERS, tables.ORDERS),
             ("sales", wb.SALES, tables.SALES),
         ):
-            since = tables.read_cursor(ctx.gatehouse.engine, ctx.job.account_id, feed) or start
-            counts[feed] = import_feed(ctx, client, feed, endpoint, dataset, since, "9999", remember=True)
+            since = data.read_cursor(ctx.job.account_id, feed) or start
+            counts[feed] = import_feed(ctx, data, client, feed, endpoint, dataset, since, "9999", remember=True)
     return counts
 
 
 @job(jt.SYNC_BACKFILL)
-def sync_backfill(ctx: JobContext) -> dict[str, Any]:
+def sync_backfill(ctx: JobContext, data: WbData, report_page_rows: int) -> dict[str, Any]:
     """One chunk of the report further back than the account's backfill has reached."""
-    engine, account = ctx.gatehouse.engine, ctx.job.account_id
-    reached = tables.read_cursor(engine, account, "report-backfill")
+    account = ctx.job.account_id
+    reached = data.read_cursor(account, "report-backfill")
     end = date.fromisoformat(reached) - timedelta(days=1) if reached else date.today() - timedelta(days=1)
     if end < date.today() - timedelta(days=BACKFILL_HISTORY_DAYS):
         return {"done": True}
     begin = end - timedelta(days=BACKFILL_CHUNK_DAYS - 1)
     with ctx.wb() as client:
-        rows = import_report(ctx, client, begin.isoformat(), end.isoformat())
-    tables.save_cursor(engine, account, "report-backfill", begin.isoformat())
+        rows = import_report(ctx, data, client, begin.isoformat(), end.isoformat(), page_rows=report_page_rows)
+    data.save_cursor(account, "report-backfill", begin.isoformat())
     return {"from": begin.isoformat(), "to": end.isoformat(), "reportRows": rows}
 
 
 @job(jt.RNP_ADS)
-def rnp_ads(ctx: JobContext) -> dict[str, Any]:
+def rnp_ads(ctx: JobContext, data: WbData) -> dict[str, Any]:
     """Campaigns and their fullstats of yesterday and today (РНП ads)."""
     with ctx.wb() as client:
         campaigns = (client.call(wb.ADVERTS) or {}).get("adverts", [])
-        tables.upsert(ctx.gatehouse.engine, tables.CAMPAIGNS, ctx.job.account_id, campaigns)
-        days = sync_stats(ctx, client, [c["id"] for c in campaigns], date.today() + timedelta(days=1), days=2)
+        data.upsert(tables.CAMPAIGNS, ctx.job.account_id, campaigns)
+        days = sync_stats(ctx, data, client, [c["id"] for c in campaigns], date.today() + timedelta(days=1), days=2)
     return {"campaigns": len(campaigns), "statDays": days}
 
 
 @job(jt.RNP_FINANCE)
-def rnp_finance(ctx: JobContext) -> dict[str, Any]:
+def rnp_finance(ctx: JobContext, data: WbData, report_page_rows: int) -> dict[str, Any]:
     """The last week's realization report (РНП finance)."""
     end = date.today() - timedelta(days=1)
+    begin = (end - timedelta(days=FINANCE_DAYS - 1)).isoformat()
     with ctx.wb() as client:
-        rows = import_report(
-            ctx, client, (end - timedelta(days=FINANCE_DAYS - 1)).isoformat(), end.isoformat()
-        )
+        rows = import_report(ctx, data, client, begin, end.isoformat(), page_rows=report_page_rows)
     return {"reportRows": rows}
 
 
 @job(jt.INVENTORY_SYNC)
-def inventory_sync(ctx: JobContext) -> dict[str, Any]:
+def inventory_sync(ctx: JobContext, data: WbData) -> dict[str, Any]:
     """Stocks on WB warehouses, page by page on the offset."""
     offset = ctx.checkpoint.get("offset", 0)
     with ctx.wb() as client:
         while True:
             answer = client.call(wb.STOCKS, body={"limit": STOCKS_PAGE, "offset": offset}) or {}
             items = answer.get("data", {}).get("items", [])
-            tables.upsert(ctx.gatehouse.engine, tables.STOCKS, ctx.job.account_id, items)
+            data.upsert(tables.STOCKS, ctx.job.account_id, items)
             offset += len(items)
             ctx.save_checkpoint({"offset": offset})
             if len(items) < STOCKS_PAGE:
@@ -90,7 +90,7 @@ def inventory_sync(ctx: JobContext) -> dict[str, Any]:
 
 
 @job(jt.CATALOG_SYNC)
-def catalog_sync(ctx: JobContext) -> dict[str, Any]:
+def catalog_sync(ctx: JobContext, data: WbData) -> dict[str, Any]:
     """Product cards, page by page on the (updatedAt, nmID) cursor until a short page."""
     state = ctx.checkpoint or {"cursor": {}, "cards": 0}
     with ctx.wb() as client:
@@ -101,7 +101,7 @@ def catalog_sync(ctx: JobContext) -> dict[str, Any]:
                 or {}
             )
             cards = answer.get("cards", [])
-            tables.upsert(ctx.gatehouse.engine, tables.CARDS, ctx.job.account_id, cards)
+            data.upsert(tables.CARDS, ctx.job.account_id, cards)
             last = answer.get("cursor") or {}
             state = {
                 "cursor": {"updatedAt": last.get("updatedAt"), "nmID": last.get("nmID")},

@@ -8,15 +8,16 @@ from __future__ import annotations
 from typing import Any
 
 from gatehouse.modules import ModuleDisabled
+from gatehouse.sweeps.handlers import SweepHandlers
 from gatehouse.sweeps.sweep import SWEEPS
 from gatehouse_worker.runtime import JobContext, job
 
 
 def _sweep(name: str):
-    def body(ctx: JobContext) -> dict[str, Any]:
+    def body(ctx: JobContext, sweeps: SweepHandlers) -> dict[str, Any]:
         try:
             # Between batches: a run that lost its row stops (its batches so far are committed).
-            return ctx.gatehouse.sweeps.run(name, between_batches=ctx.ensure_held).result()
+            return sweeps.run(name, between_batches=ctx.ensure_held).result()
         except ModuleDisabled as exc:
             return {"skipped": True, "reason": ModuleDisabled.code, "module": exc.module}
 

@@ -34,16 +34,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from gatehouse.composition import bootstrap
+    from gatehouse.settings import load_settings
 
     try:
-        gh = bootstrap()
+        built = bootstrap(load_settings())
     except ConfigurationError as exc:
         print(f"gatehouse-search-reindex: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     try:
-        reindex = gh.bulk.start_reindex(requester=None, reason="cli")
-        if reindex.delivery is not None:
-            gh.enqueue(reindex.delivery)
+        reindex = built.catalog_handlers.start_reindex(requester=None, reason="cli")
         op = reindex.operation
         state = "already running" if reindex.already_running else "queued"
         print(f"re-index {op.id} {state} ({op.total} products)", flush=True)
@@ -52,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         deadline = None if args.timeout is None else time.monotonic() + args.timeout
         last = None
         while True:
-            op = gh.bulk.get(op.id)
+            op = built.bulk.get(op.id)
             line = _counters(op)
             if line != last:
                 print(line, flush=True)
@@ -71,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gatehouse-search-reindex: PostgreSQL is not reachable: {exc.orig}", file=sys.stderr)
         return EXIT_CONFIG
     finally:
-        gh.close()
+        built.close()
 
 
 if __name__ == "__main__":

@@ -40,29 +40,30 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from gatehouse.composition import bootstrap
+    from gatehouse.settings import load_settings
     from gatehouse.sweeps.sweep import CART_ABANDONMENT
 
     try:
-        gh = bootstrap()
+        built = bootstrap(load_settings())
     except ConfigurationError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     try:
         try:
-            gh.modules.require(CART_ABANDONMENT.module, fresh=True)
+            built.modules.require(CART_ABANDONMENT.module, fresh=True)
         except ModuleDisabled as exc:
             print(
                 f"{PROG}: {ModuleDisabled.code}: {exc} (module {exc.module}); nothing changed",
                 file=sys.stderr,
             )
             return EXIT_MODULE_DISABLED
-        job, created = gh.submit(CART_ABANDONMENT.job_type, account_id=None)
+        job, created = built.job_handlers.submit(CART_ABANDONMENT.job_type, account_id=None)
         print(f"sweep job {job.id} {'queued' if created else 'already running: following it'}", flush=True)
         if args.no_wait:
             return EXIT_OK
         deadline = time.monotonic() + args.timeout
         while True:
-            row = gh.jobs.get(job.id)
+            row = built.jobs.get(job.id)
             if row.state == "completed":
                 result = row.result or {}
                 if result.get("skipped"):
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: PostgreSQL is not reachable: {getattr(exc, 'orig', exc)}", file=sys.stderr)
         return EXIT_CONFIG
     finally:
-        gh.close()
+        built.close()
 
 
 if __name__ == "__main__":

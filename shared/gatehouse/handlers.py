@@ -1,0 +1,119 @@
+"""The job runtime's use cases: submit, retry and cancel a job, reconcile, requeue the runs of the dead.
+
+Handlers are one small class per domain (this module for the job runtime,
+``<domain>/handlers.py`` for the others), built once by the composition root
+with the narrow collaborators they use and called by routes, console actions,
+job bodies, ticks and CLIs. Each use case opens its own unit of work
+(gatehouse.uow), so whatever it puts in line is sent after its commit, by the
+unit of work and nowhere else.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from redis import RedisError
+
+from gatehouse import job_types as jt
+from gatehouse import progress as P
+from gatehouse.dispatch import Dispatcher
+from gatehouse.gate import RedisGate, owner
+from gatehouse.job_types import JobType
+from gatehouse.jobs import Accepted, JobRecord, JobStore
+from gatehouse.uow import UnitOfWork
+
+log = logging.getLogger(__name__)
+
+
+class JobHandlers:
+    """What can be done to any job: submit, retry, cancel; and the recovery of lost runs and messages."""
+
+    def __init__(
+        self, uow: UnitOfWork, jobs: JobStore, gate: RedisGate, dispatcher: Dispatcher, *, reconcile_grace_ms: int
+    ) -> None:
+        self.uow, self.jobs, self.gate, self.dispatcher = uow, jobs, gate, dispatcher
+        self.reconcile_grace_ms = reconcile_grace_ms
+
+    def submit(
+        self, job_type: JobType, *, account_id: uuid.UUID | None, payload: dict[str, Any] | None = None
+    ) -> tuple[Accepted, bool]:
+        """Write the row (or find the live one); its message goes out after. Returns ``(job, created)``;
+        not created: the live job of its account and type (alreadyRunning), nothing sent.
+
+        The row comes first, so an accepted job is never lost: if Redis is down the
+        row stays ``waiting`` and reconciliation enqueues it later.
+        """
+        with self.uow.autocommit() as tx:
+            return self.jobs.create(tx, job_type, account_id=account_id, payload=payload)
+
+    def retry(self, job_id: uuid.UUID, *, actor: str) -> JobRecord:
+        """An operator's retry: a failed job runs again with fresh attempts (its policy's number).
+
+        Raises NotFound, or Conflict JOB_NOT_FAILED / JOB_ALREADY_LIVE (gatehouse.jobs).
+        """
+        job_type = jt.REGISTRY.get(self.jobs.require(job_id).type)
+        with self.uow.autocommit() as tx:
+            return self.jobs.retry(tx, job_id, actor=actor, job_type=job_type)
+
+    def cancel(self, job_id: uuid.UUID, *, actor: str) -> JobRecord:
+        """An operator's cancel: a waiting or delayed job ends failed (``cancelled``), audited.
+
+        Its message, if any, is stale from then on (the claim takes only waiting|delayed rows). A
+        job of a type that emits raises its failed event (``wb.job.failed``) in the same
+        transaction, as a failed run does. A job parked on its account's gate leaves the line, so
+        a release no longer wakes it. Raises NotFound, or Conflict JOB_ACTIVE / JOB_FINISHED.
+        """
+        error = {"code": P.CANCELLED, "message": f"cancelled by an operator ({actor})"}
+        # A row not waiting when the update ran may be by the time it is read (a requeue): again.
+        for _ in range(5):
+            with self.uow.begin() as tx:
+                cancelled = self.jobs.cancel(
+                    tx, job_id, actor=actor, error=error, progress=P.stored(P.FAILED, reason=P.CANCELLED)
+                )
+                job_type = jt.REGISTRY.get(cancelled.type) if cancelled else None
+                if job_type is not None and job_type.emits:
+                    tx.publish(jt.outcome_event(job_type, cancelled, "failed", error=cancelled.error))
+            if cancelled is not None:
+                self._leave_line(cancelled)
+                return cancelled
+            self.jobs.why_not_cancelled(job_id)
+        raise RuntimeError(f"could not cancel job {job_id}")
+
+    def _leave_line(self, job: JobRecord) -> None:
+        if job.account_id is None:
+            return
+        try:
+            self.gate.forget(str(job.account_id), owner(job.queue, job.id))
+        except RedisError as exc:
+            # Harmless: a waiter expires with the waiting set, and a release skips a finished row.
+            log.warning("job %s is cancelled but still in its account's gate line (%s)", job.id, exc)
+
+    def requeue_orphans(self, dead: set[str]) -> int:
+        """Running jobs of dead workers and runs whose lease ran out: back in line, each sent again now.
+
+        The rows are written first; if the send fails, reconciliation sends them.
+        """
+        with self.uow.autocommit() as tx:
+            return self.jobs.requeue_orphans(tx, dead)
+
+    def reconcile(self, *, grace_ms: int | None = None) -> int:
+        """Give every live job row that lost its message a new one (worker boot and a periodic tick).
+
+        Rows still ``active`` whose lease ran out go back in line under a new message (their
+        old one is then stale); waiting and delayed rows untouched for ``grace_ms``
+        (RECONCILE_GRACE_MS by default) with no message in the broker are sent again. It only
+        enqueues; the row claim makes any duplicate a no-op. Returns how many were sent.
+        """
+        with self.uow.autocommit() as tx:
+            sent = self.jobs.requeue_orphans(tx, set())
+            candidates = self.jobs.settled_candidates(self.reconcile_grace_ms if grace_ms is None else grace_ms)
+            if candidates:
+                queued = self.dispatcher.queued_job_ids({c.queue for c in candidates})
+                missing = [c for c in candidates if str(c.job_id) not in queued]
+                tx.record(*missing)
+                sent += len(missing)
+        if sent:
+            log.info("reconciliation re-enqueued %d job(s)", sent)
+        return sent
