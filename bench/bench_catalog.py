@@ -4,15 +4,16 @@ Both run in this process against the same throwaway database, alternating
 floor and operation over several rounds (warm-up and drift favour neither):
 
 - bulk update: a real ``product_bulk_update`` operation, created with
-  ``gh.bulk.create`` (admin actor, no requester) and driven to its end by
-  calling ``gh.bulk.run_batch(op_id, BULK_BATCH_SIZE, actor="admin")`` in a
-  loop, in this process — exactly what the job body does, without the broker
-  hop. Each batch locks its products, applies the patch, writes the products,
+  ``gh.catalog_handlers.create_bulk_operation`` (admin actor, no requester) and
+  driven to its end by ``gh.catalog_handlers.run_bulk_operation(op_id, …)``
+  (one unit of work per batch of BULK_BATCH_SIZE), in this process — exactly
+  what the job body does, without the broker hop (the job's message the
+  creation sends waits unconsumed in the bench's Redis database). Each batch locks its products, applies the patch, writes the products,
   their audit rows (always on) and their search documents, and moves the
   counters. The floor is one ``UPDATE products … FROM (VALUES …)`` of the same
   patch over the same products in raw psycopg. The price alternates between two
   amounts, so every run (floor or operation) really changes every product.
-- re-index: a real ``search_reindex`` operation (``gh.bulk.start_reindex``)
+- re-index: a real ``search_reindex`` operation (``gh.catalog_handlers.start_reindex``)
   driven the same way: shadow rebuilt batch by batch, then swapped into the
   live index. The floor is one ``INSERT … SELECT`` of the same document
   expression (``gatehouse.search.documents.DOCUMENT``) over every product into
@@ -49,11 +50,11 @@ NOUNS = ("Krzesło", "Stół", "Szafa", "Regał", "Komoda", "Łóżko", "Biurko"
 
 
 def make_products(gh) -> list[uuid.UUID]:
-    gh.catalog.create_attribute("colour", "Kolor", True)
-    gh.catalog.create_attribute("material", "Materiał", True)
-    gh.catalog.create_attribute("weight_kg", "Waga (kg)", False)
+    gh.catalog_handlers.create_attribute("colour", "Kolor", True)
+    gh.catalog_handlers.create_attribute("material", "Materiał", True)
+    gh.catalog_handlers.create_attribute("weight_kg", "Waga (kg)", False)
     for start in range(0, N, CHUNK):
-        gh.catalog.create_products(
+        gh.catalog_handlers.create_products(
             [
                 NewProduct(
                     sku=f"CH-{i:05d}",
@@ -86,8 +87,7 @@ def count(settings, query: str, params: tuple = ()) -> int:
 
 def drive(gh, op_id: uuid.UUID) -> None:
     """What the job body does: batches until the operation is done (its e-mail: nobody to tell)."""
-    while gh.bulk.run_batch(op_id, gh.settings.bulk_batch_size, actor=ACTOR) is not None:
-        pass
+    gh.catalog_handlers.run_bulk_operation(op_id, last_attempt=False, between_batches=lambda: None)
 
 
 # -- bulk update --------------------------------------------------------------------
@@ -154,13 +154,12 @@ def bulk_update(gh, ids: list[uuid.UUID], patch: Patch) -> float:
     vacuum(settings, "products", "search_documents", "search_documents_build", "audit_log")
     audits = count(settings, "SELECT count(*) FROM audit_log WHERE action = 'product.bulk_update'")
     start = time.perf_counter()
-    op, _ = gh.bulk.create(
+    op = gh.catalog_handlers.create_bulk_operation(
         Selection(product_ids=tuple(ids)),
         patch.patch,
         {"productIds": [str(i) for i in ids], "patch": patch.request},
         requester=None,
         actor=ACTOR,
-        sync_threshold=settings.bulk_sync_threshold,
     )
     drive(gh, op.id)
     elapsed = time.perf_counter() - start
@@ -199,7 +198,7 @@ def floor_reindex(settings) -> float:
 def reindex(gh) -> float:
     vacuum(gh.settings, "products", "search_documents", "search_documents_build")
     start = time.perf_counter()
-    started = gh.bulk.start_reindex(requester=None, reason="benchmark")
+    started = gh.catalog_handlers.start_reindex(requester=None, reason="benchmark")
     assert not started.already_running
     drive(gh, started.operation.id)
     elapsed = time.perf_counter() - start

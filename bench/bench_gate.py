@@ -38,7 +38,10 @@ from redis import Redis
 from bench.gate_jobs import CONTENDED, GATED, HOLDER, JOB_S, JOBS_PER_ACCOUNT, UNGATED, WAITER, mark_key
 from bench.support import Result, bench_settings, percentile, running_worker, send_pipelined, worker_processes
 from gatehouse.composition import Components, bootstrap
+from gatehouse.events import EventBus
 from gatehouse.job_types import JobType
+from gatehouse.jobs import JobMessage
+from gatehouse.uow import UnitOfWork
 
 PROCESSES, THREADS = 2, 4
 JOB_MODULES = "gatehouse_worker.jobs,bench.gate_jobs"
@@ -100,17 +103,13 @@ def throughput(gh: Components, rows: Rows, job_type: JobType, ids: list[uuid.UUI
     Returns (jobs/s from the first send to the last finished_at, seconds the sends took).
     """
     rows.reset(vacuum=True)
-    deliveries = []
-    for account_id in ids:
-        job, _ = gh.jobs.create(
-            type=job_type.name,
-            queue=job_type.queue,
-            tier=job_type.tier,
-            account_id=account_id,
-            max_attempts=job_type.retry.attempts,
-        )
-        deliveries.append(gh.jobs.delivery_of(job))
-    start = send_pipelined(gh, job_type.queue, deliveries)
+    # A unit of work that keeps the messages of the rows it writes instead of sending them.
+    messages: list[JobMessage] = []
+    held = UnitOfWork(gh.engine, gh.statements, EventBus(), messages.append)
+    with held.autocommit() as tx:
+        for account_id in ids:
+            gh.jobs.create(tx, job_type, account_id=account_id)
+    start = send_pipelined(gh, job_type.queue, messages)
     sent = time.time() - start
     rows.wait_settled()
     states = rows.states()

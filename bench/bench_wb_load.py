@@ -44,7 +44,10 @@ def run(settings, sandbox) -> dict[str, float]:
             gh.job_handlers.submit(jt.AUTOBIDDER_SYNC_USER, account_id=account)
         for schedule in schedules({}).values():
             if schedule.per_account:  # the WB syncs (not the sweeps)
-                fan_out(gh, schedule)
+                fan_out(
+                    schedule, submit=gh.job_handlers.submit, modules=gh.modules, accounts=gh.accounts,
+                    redis=gh.redis,
+                )  # fmt: skip
         with gh.engine.connect() as conn:
             while conn.execute(
                 text("SELECT count(*) FROM jobs WHERE state IN ('waiting','active','delayed')")

@@ -15,11 +15,12 @@ receiver costs is common to both:
   (``--queues webhook.deliver``, the deployment the README recommends for
   webhook volume; the target is its) and as a worker of every queue, whose 18
   other idle consumers' polls cost it CPU (reported). ENDPOINTS endpoints (one
-  receiver, one URL path each), all subscribed to ``webhook.test``; N/ENDPOINTS events published through the
-  event bus (``gh.events.publish``) in one transaction, each fanned out by the
+  receiver, one URL path each), all subscribed to ``webhook.test``; N/ENDPOINTS events raised in one
+  unit of work (``tx.publish``, gatehouse.uow), each fanned out by the
   outbox to every endpoint: N deliveries, batched per endpoint into job rows of
   WEBHOOK_BATCH_SIZE (the default, 50) deliveries each, committed before the
-  clock runs (untimed; its time is printed). The clock runs from sending every
+  clock runs (untimed; its time is printed). That unit of work holds the job
+  messages instead of sending them at its commit; the clock runs from sending every
   job message in one Redis pipeline to the last delivery's ``delivered_at``.
   WEBHOOK_MAX_PER_ENDPOINT stays 4: ENDPOINTS × 4 slots ≥ 2 × THREADS threads, so
   the per-endpoint limit is not the bottleneck (slot waits, if any, are counted
@@ -65,9 +66,11 @@ from bench.support import (
     worker_processes,
 )
 from gatehouse.composition import Components, bootstrap
-from gatehouse.events import Event, on_connection
+from gatehouse.events import Event, EventBus
 from gatehouse.job_types import WEBHOOK_DELIVER
+from gatehouse.jobs import JobMessage
 from gatehouse.settings import Settings
+from gatehouse.uow import UnitOfWork
 from gatehouse.webhooks import sender, signing
 
 PROCESSES, THREADS = 2, 8
@@ -252,7 +255,10 @@ class Bench:
         self.db = psycopg.connect(gh.settings.libpq_url, autocommit=True)
         self.urls = [f"http://127.0.0.1:{port}/hooks/{i}" for i in range(ENDPOINTS)]
         for url in self.urls:
-            gh.webhooks.create_endpoint(url, event_types=[EVENT_TYPE], description="bench")
+            gh.webhook_handlers.create_endpoint(url, event_types=[EVENT_TYPE], description="bench")
+        # The producer's event bus with its one subscriber, the webhooks' outbox (as bootstrap wires it).
+        self.bus = EventBus(emits=gh.modules.emits)
+        self.bus.subscribe(gh.webhooks.outbox)
         self.count_url = f"http://127.0.0.1:{port}{COUNT_PATH}"
         self.http = httpx.Client()
 
@@ -264,8 +270,12 @@ class Bench:
             self.db.execute(f"DELETE FROM {table}")
         self.db.execute("VACUUM ANALYZE webhook_attempts, webhook_deliveries, jobs")
 
-    def publish(self, n: int) -> tuple[list, float]:
-        """n / ENDPOINTS events, each fanned out to every endpoint, in one transaction (untimed)."""
+    def publish(self, n: int) -> tuple[list[JobMessage], float]:
+        """n / ENDPOINTS events, each fanned out to every endpoint, in one transaction (untimed).
+
+        Returns the job messages unsent: its unit of work holds them (its ``send`` keeps them) for
+        the one Redis pipeline the clock starts at; the producer's own would send them at the commit.
+        """
         if n % ENDPOINTS:
             raise ValueError(f"{n} deliveries is not a multiple of {ENDPOINTS} endpoints")
         start = time.perf_counter()
@@ -282,8 +292,10 @@ class Bench:
             )
             for i in range(n // ENDPOINTS)
         ]
-        with self.gh.engine.begin() as conn:
-            jobs = self.gh.events.publish(on_connection(conn), *events)
+        jobs: list[JobMessage] = []
+        held = UnitOfWork(self.gh.engine, self.gh.statements, self.bus, jobs.append)
+        with held.begin() as tx:
+            tx.publish(*events)
         [(raised,)] = self.db.execute("SELECT count(*) FROM webhook_deliveries").fetchall()
         if raised != n:
             raise RuntimeError(f"{raised} deliveries raised, {n} expected")

@@ -2,13 +2,16 @@
 
 The benchmark imports this module to submit them; the worker processes import
 it (PYTHONPATH = the repo root) to run them. A body that records a moment
-writes it to the job's own Redis under ``mark_key(what, accountId)`` (epoch
-seconds), since it runs in another process than the benchmark that reads it.
+writes it to the worker's Redis (its ``redis`` collaborator) under
+``mark_key(what, accountId)`` (epoch seconds), since it runs in another process
+than the benchmark that reads it.
 """
 
 from __future__ import annotations
 
 import time
+
+from redis import Redis
 
 from gatehouse.gate import USER_GATE
 from gatehouse.job_types import JobType, register
@@ -35,8 +38,8 @@ def mark_key(what: str, account_id: object) -> str:
     return f"bench:mark:{what}:{account_id}"
 
 
-def _mark(ctx: JobContext, what: str) -> None:
-    ctx.gatehouse.redis.set(mark_key(what, ctx.job.account_id), repr(time.time()), ex=3600)
+def _mark(ctx: JobContext, redis: Redis, what: str) -> None:
+    redis.set(mark_key(what, ctx.job.account_id), repr(time.time()), ex=3600)
 
 
 @job(GATED)
@@ -46,15 +49,15 @@ def trivial(ctx: JobContext) -> None:
 
 
 @job(HOLDER)
-def hold(ctx: JobContext) -> None:
-    _mark(ctx, "holding")
+def hold(ctx: JobContext, redis: Redis) -> None:
+    _mark(ctx, redis, "holding")
     time.sleep(HOLD_S)
-    _mark(ctx, "released")  # the body's end: the pipeline completes the row, then releases the gate
+    _mark(ctx, redis, "released")  # the body's end: the pipeline completes the row, then releases the gate
 
 
 @job(WAITER)
-def wait(ctx: JobContext) -> None:
-    _mark(ctx, "running")
+def wait(ctx: JobContext, redis: Redis) -> None:
+    _mark(ctx, redis, "running")
 
 
 def work(ctx: JobContext) -> None:

@@ -24,6 +24,7 @@ from dramatiq.brokers.redis import RedisBroker
 from gatehouse.crypto import generate_key
 from gatehouse.db import make_engine
 from gatehouse.dispatch import Dispatcher
+from gatehouse.jobs import JobMessage
 from gatehouse.migrate import upgrade
 from gatehouse.settings import Settings, load_settings
 from gatehouse.workers import liveness_key
@@ -214,7 +215,7 @@ def worker_processes(
         workers.stop()
 
 
-def send_pipelined(gh, queue: str, deliveries: list) -> float:
+def send_pipelined(gh, queue: str, messages: list[JobMessage]) -> float:
     """Every job message in one Redis pipeline, one round trip; returns when that round trip began.
 
     The broker's dispatch script is queued client-side (no consumer sees any message yet), so the
@@ -231,8 +232,8 @@ def send_pipelined(gh, queue: str, deliveries: list) -> float:
         middleware=[],
     )
     dispatcher = Dispatcher(queued)
-    for delivery in deliveries:
-        dispatcher.send(delivery)
+    for message in messages:
+        dispatcher.send(message)
     start = time.time()
     pipe.execute()
     return start

@@ -108,6 +108,9 @@ class JobHandlers:
         """
         with self.uow.autocommit() as tx:
             sent = self.jobs.requeue_orphans(tx, set())
+        # The requeued rows' messages are in the broker now, so the check below does not send
+        # them a second time (a requeued row is waiting, and settled when grace_ms is short).
+        with self.uow.autocommit() as tx:
             candidates = self.jobs.settled_candidates(self.reconcile_grace_ms if grace_ms is None else grace_ms)
             if candidates:
                 queued = self.dispatcher.queued_job_ids({c.queue for c in candidates})

@@ -241,7 +241,7 @@ def test_the_worker_image_migrates_consumes_a_job_and_starts_the_scheduler(
     wait_until(lambda: answers(consumer, f"http://127.0.0.1:{health}/healthz"), timeout=60, what="the worker")
 
     # When a bulk operation too big for the request is accepted (a queued job)
-    gh.catalog.create_products(
+    gh.catalog_handlers.create_products(
         [NewProduct(sku=f"IMG-{i:03d}", name=f"Produkt {i}", price=Price(100, "PLN")) for i in range(60)]
     )
     accepted = httpx.post(

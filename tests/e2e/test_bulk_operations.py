@@ -9,6 +9,7 @@ import httpx
 from gatehouse.catalog import NewProduct, Price
 from gatehouse.catalog.bulk import Selection, patch_from_json
 from gatehouse.job_types import CATALOG_BULK_OPERATION, NOTIFICATION_EMAIL
+from gatehouse.jobs import message_of
 from tests.conftest import ADMIN_TOKEN
 from tests.support.processes import free_port, wait_until
 from tests.support.smtp import SmtpServer
@@ -19,7 +20,7 @@ PATCH = {"price": {"amount": 999, "currency": "PLN"}}
 
 def products(gh, n: int) -> list[str]:
     for start in range(0, n, 1000):
-        gh.catalog.create_products(
+        gh.catalog_handlers.create_products(
             [
                 NewProduct(sku=f"SKU-{i:06d}", name=f"p{i}", price=Price(100, "PLN"))
                 for i in range(start, min(n, start + 1000))
@@ -85,14 +86,20 @@ def test_duplicated_messages_on_two_workers_patch_each_product_once_and_notify_o
     products(gh, 2000)
     ids = [uuid.UUID(i) for i in all_ids(sql)]
     request = {"productIds": [str(i) for i in ids], "patch": PATCH}
-    op, [delivery] = gh.bulk.create(
-        Selection(product_ids=tuple(ids)), patch_from_json(PATCH), request, requester=ala.id,
-        actor=str(ala.id), sync_threshold=50,
-    )  # fmt: skip
+    # (its unit of work sends its job's message after the commit: the first delivery)
+    op = gh.catalog_handlers.create_bulk_operation(
+        Selection(product_ids=tuple(ids)),
+        patch_from_json(PATCH),
+        request,
+        requester=ala.id,
+        actor=str(ala.id),
+    )
+    assert op.status == "pending"
 
     # When its message is delivered three times
-    for _ in range(3):
-        gh.enqueue(delivery)
+    message = message_of(gh.jobs.get(op.id))
+    for _ in range(2):
+        gh.dispatcher.send(message)
 
     # Then each product is patched once, the counters are exact, and Ala is told once, by e-mail too
     try:
@@ -192,12 +199,12 @@ def test_smtp_down_at_the_end_completes_the_operation_and_the_email_follows_when
     ala = gh.users.create("ala@example.com", "Ala")
     products(gh, 60)
     ids = [uuid.UUID(i) for i in all_ids(sql)]
-    op, [delivery] = gh.bulk.create(
+    # (its job's message is sent after the commit, by its unit of work)
+    op = gh.catalog_handlers.create_bulk_operation(
         Selection(product_ids=tuple(ids)), patch_from_json(PATCH),
         {"productIds": [str(i) for i in ids], "patch": PATCH}, requester=ala.id, actor=str(ala.id),
-        sync_threshold=50,
     )  # fmt: skip
-    gh.enqueue(delivery)
+    assert op.status == "pending"
 
     # Then the operation completes regardless, and its e-mail waits on its own retries …
     wait_until(lambda: gh.bulk.get(op.id).status == "completed", timeout=30, what="the operation")

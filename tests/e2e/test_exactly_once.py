@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gatehouse.jobs import message_of
 from tests.support.probe_client import job, run_counts, submit_probes
 from tests.support.processes import wait_until
 
@@ -16,10 +17,10 @@ def test_500_jobs_with_duplicated_messages_run_exactly_once_on_two_workers(proce
     # When 500 jobs are queued and every message is sent again (and some a third time)
     ids = submit_probes(gh, JOBS)
     for n, job_id in enumerate(ids):
-        delivery = gh.jobs.delivery_of(job(gh, job_id))
-        gh.dispatcher.send(delivery)
+        message = message_of(job(gh, job_id))
+        gh.dispatcher.send(message)
         if n % 5 == 0:
-            gh.dispatcher.send(delivery)
+            gh.dispatcher.send(message)
 
     # Then every job completes and its effect happened exactly once
     wait_until(lambda: len(run_counts(gh)) == JOBS, timeout=120, what="all jobs to run")

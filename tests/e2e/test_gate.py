@@ -130,7 +130,9 @@ def test_a_scheduled_job_past_its_max_wait_is_skipped_and_a_user_job_never_is(pr
     acc = account(gh)
     holder = gh.job_handlers.submit(GATED_SCHED_A, account_id=acc, payload={"seconds": 2.0})[0].id
     wait_until(lambda: gh.jobs.get(holder).started_at, what="the holder to start")
-    scheduled = gh.job_handlers.submit(GATED_SCHED_B, account_id=acc, payload={"seconds": 0.1, "maxWaitMs": 600})[0].id
+    scheduled = gh.job_handlers.submit(
+        GATED_SCHED_B, account_id=acc, payload={"seconds": 0.1, "maxWaitMs": 600}
+    )[0].id
     user = gh.job_handlers.submit(GATED_USER_A, account_id=acc, payload={"seconds": 0.1})[0].id
 
     wait_until(lambda: done(gh, holder, scheduled, user), timeout=20, what="all to finish")
@@ -200,7 +202,9 @@ def test_a_job_paused_by_wb_keeps_the_gate_and_gets_it_back(processes, gh):
     worker(processes)
     acc = account(gh)
     # Given a job that pauses for WB half way (800 ms) and another job of the account queued behind it
-    pausing = gh.job_handlers.submit(GATED_USER_A, account_id=acc, payload={"seconds": 0.4, "pause_once_ms": 800})[0].id
+    pausing = gh.job_handlers.submit(
+        GATED_USER_A, account_id=acc, payload={"seconds": 0.4, "pause_once_ms": 800}
+    )[0].id
     wait_until(lambda: gh.jobs.get(pausing).started_at, what="the first job to start")
     other = gh.job_handlers.submit(GATED_USER_B, account_id=acc, payload={"seconds": 0.1})[0].id
 

@@ -27,7 +27,7 @@ WATCH_S = 3  # how long a paused queue is watched for any taker
 
 def products(gh, n: int) -> list[uuid.UUID]:
     for start in range(0, n, 1000):
-        gh.catalog.create_products(
+        gh.catalog_handlers.create_products(
             [
                 NewProduct(sku=f"M-{i:05d}", name=f"p{i}", price=Price(100, "PLN"))
                 for i in range(start, min(n, start + 1000))
@@ -37,12 +37,12 @@ def products(gh, n: int) -> list[uuid.UUID]:
 
 
 def queue_bulk(gh, ids) -> uuid.UUID:
-    """What the API's POST does, for when its route is off: the row first, then the message."""
-    op, deliveries = gh.bulk.create(
+    """What the API's POST does, for when its route is off: the row first, then the message (after commit)."""
+    op = gh.catalog_handlers.create_bulk_operation(
         Selection(product_ids=tuple(ids)), patch_from_json(PATCH),
-        {"productIds": [str(i) for i in ids], "patch": PATCH}, requester=None, actor="admin", sync_threshold=50,
+        {"productIds": [str(i) for i in ids], "patch": PATCH}, requester=None, actor="admin",
     )  # fmt: skip
-    gh.events.send(deliveries)
+    assert op.status == "pending"  # over BULK_SYNC_THRESHOLD (50): its job runs it
     return op.id
 
 
@@ -130,7 +130,7 @@ def test_a_disabled_webhooks_module_keeps_its_deliveries_and_sends_them_when_ena
     receiver = Receiver()
     wh = bootstrap(settings.model_copy(update={"webhook_allowed_hosts": ["127.0.0.0/8"]}))
     try:
-        created = wh.webhooks.create_endpoint(receiver.url)
+        created = wh.webhook_handlers.create_endpoint(receiver.url, event_types=None, description="")
         receiver.secrets.append(created.secret)
         _, url = processes.api(env={"BACKEND_ROLE": "api", "WEBHOOK_ALLOWED_HOSTS": "127.0.0.0/8"})
         procs = workers(processes, 2, WEBHOOK_ALLOWED_HOSTS="127.0.0.0/8")
@@ -140,7 +140,7 @@ def test_a_disabled_webhooks_module_keeps_its_deliveries_and_sends_them_when_ena
 
         # A domain event while webhooks is off: its delivery is recorded and waits
         [p] = products(gh, 1)
-        wh.catalog.patch_product(p, ProductPatch(name="nowa nazwa"), actor="admin")
+        wh.catalog_handlers.patch_product(p, ProductPatch(name="nowa nazwa"), actor="admin")
         [delivery] = wh.webhooks.list_deliveries()
         watch_until = time.monotonic() + WATCH_S
         while time.monotonic() < watch_until:

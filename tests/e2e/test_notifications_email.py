@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import httpx
 import pytest
 
 from gatehouse.job_types import NOTIFICATION_EMAIL
-from gatehouse.notifications import Notified, notify
-from gatehouse.reconcile import reconcile
+from gatehouse.jobs import JobMessage
 from tests.conftest import ADMIN_TOKEN
 from tests.support.processes import free_port, wait_until
 from tests.support.smtp import SmtpServer
@@ -47,18 +47,24 @@ def worker(processes, smtp: SmtpServer, **env: str) -> None:
     )
 
 
+@dataclass(frozen=True)
+class Notified:
+    notification_id: uuid.UUID
+    message: JobMessage  # its e-mail job's message, sent after the commit
+
+
 def notify_now(gh, user_id: uuid.UUID, title: str = "Akcja masowa zakończona") -> Notified:
-    with gh.engine.begin() as conn:
-        notified = notify(
-            conn,
+    with gh.uow.begin() as tx:
+        notification_id = gh.notifications.notify(
+            tx,
             user_id=user_id,
             kind="catalog.bulk_operation.completed",
             title=title,
             body="Przetworzono: 51, udane: 50, błędy: 1.",
             link="/v1/admin/catalog/bulk-operations/op-1",
         )
-    gh.enqueue(notified.delivery)
-    return notified
+        [message] = tx.messages
+    return Notified(notification_id, message)
 
 
 def finished(gh, job_id: uuid.UUID):
@@ -72,12 +78,12 @@ def test_a_notifications_email_is_received_exactly_once(gh, processes, smtp):
     user = gh.users.create("ala@example.com", "Ala Kowalska")
     worker(processes, smtp)
 
-    # When a notification is written and its delivery sent after commit
+    # When a notification is written and its message sent after commit
     notified = notify_now(gh, user.id)
 
     # Then its e-mail arrives: plain text, to the user, from MAIL_FROM, with the body and the link
     wait_until(lambda: smtp.inbox.messages, timeout=30, what="the e-mail")
-    job = wait_until(lambda: finished(gh, notified.delivery.job_id), timeout=15, what="the e-mail job")
+    job = wait_until(lambda: finished(gh, notified.message.job_id), timeout=15, what="the e-mail job")
     assert job.state == "completed" and job.attempt == 1, job
     [(rcpt, msg)] = smtp.inbox.messages
     assert rcpt == ["ala@example.com"]
@@ -91,8 +97,8 @@ def test_a_notifications_email_is_received_exactly_once(gh, processes, smtp):
     assert msg["Message-ID"] == f"<{notified.notification_id}@gatehouse>"
 
     # When its message is delivered again and reconciliation runs
-    gh.dispatcher.send(notified.delivery)
-    reconcile(gh.jobs, gh.dispatcher, grace_ms=0)
+    gh.dispatcher.send(notified.message)
+    gh.job_handlers.reconcile(grace_ms=0)
     wait_until(
         lambda: not gh.dispatcher.queued_job_ids({QUEUE}), timeout=15, what="the duplicate to be consumed"
     )
@@ -112,7 +118,7 @@ def test_smtp_down_the_email_retries_and_is_delivered_once_the_server_is_up(gh, 
 
     # Then its e-mail job fails its first attempt and waits for the next one
     def retrying():
-        job = gh.jobs.get(notified.delivery.job_id)
+        job = gh.jobs.get(notified.message.job_id)
         return job if job.state == "delayed" and job.attempt >= 2 else None
 
     job = wait_until(retrying, timeout=30, what="the e-mail job to retry")
@@ -125,7 +131,7 @@ def test_smtp_down_the_email_retries_and_is_delivered_once_the_server_is_up(gh, 
 
     # Then the e-mail is delivered, once, and the job completes after more than one attempt
     wait_until(lambda: smtp.inbox.messages, timeout=30, what="the e-mail after the server came up")
-    job = wait_until(lambda: finished(gh, notified.delivery.job_id), timeout=15, what="the e-mail job")
+    job = wait_until(lambda: finished(gh, notified.message.job_id), timeout=15, what="the e-mail job")
     assert job.state == "completed" and job.attempt >= 2, job
     wait_until(lambda: not gh.dispatcher.queued_job_ids({QUEUE}), timeout=15, what="the queue to drain")
     assert len(smtp.inbox.messages) == 1

@@ -19,9 +19,9 @@ N = 1_000  # every product answers within the limit (1000), so a partial index w
 
 
 def catalog(gh, n: int = N) -> None:
-    gh.catalog.create_attribute("material", "Materiał", False)
+    gh.catalog_handlers.create_attribute("material", "Materiał", False)
     for start in range(0, n, 1000):
-        gh.catalog.create_products(
+        gh.catalog_handlers.create_products(
             [
                 NewProduct(
                     sku=f"CH-{i:05d}",

@@ -112,7 +112,9 @@ def test_a_cart_sweep_killed_mid_run_ends_with_every_stale_cart_abandoned_once(
     wh = bootstrap(settings.model_copy(update={"webhook_allowed_hosts": [LOOPBACK]}))
     try:
         receiver.secrets.append(
-            wh.webhooks.create_endpoint(receiver.url, event_types=["carts.cart.abandoned"]).secret
+            wh.webhook_handlers.create_endpoint(
+                receiver.url, event_types=["carts.cart.abandoned"], description=""
+            ).secret
         )
     finally:
         wh.close()
@@ -149,8 +151,11 @@ def test_a_cart_sweep_killed_mid_run_ends_with_every_stale_cart_abandoned_once(
         text=True,
         cwd=REPO,
     )
+    # (its first line: it has found the live job, before the worker that ends it is up)
+    following = again.stdout.readline()
     processes.start("survivor", "gatehouse-worker", "--processes", "1", "--threads", "2", env=env)
     out, err = again.communicate(timeout=120)
+    out = following + out
 
     # Then the job is recovered and ends the sweep: every stale cart abandoned exactly once, no fresh one touched
     assert again.returncode == 0, out + err

@@ -19,7 +19,7 @@ import gatehouse.webhooks
 import tests.support.receiver as receiver_module
 from gatehouse.catalog import NewProduct, Price, ProductPatch
 from gatehouse.composition import Components, bootstrap
-from gatehouse.events import Event, on_connection
+from gatehouse.events import Event
 from gatehouse.jobs import JobRecord
 from gatehouse.webhooks import SignatureInvalid, signing, verify
 from gatehouse.webhooks.store import Created
@@ -79,24 +79,25 @@ def worker(processes, name: str = "worker", **env: str):
     )
 
 
-def endpoint(wh: Components, r: Receiver, **kw) -> Created:
-    created = wh.webhooks.create_endpoint(r.url, **kw)
+def endpoint(
+    wh: Components, r: Receiver, *, event_types: list[str] | None = None, description: str = ""
+) -> Created:
+    created = wh.webhook_handlers.create_endpoint(r.url, event_types=event_types, description=description)
     r.secrets.append(created.secret)
     return created
 
 
 def product_updated(wh: Components) -> None:
     """One domain event: a product edit raises catalog.product.updated (its jobs sent after commit)."""
-    p = wh.catalog.create_product(NewProduct(sku="W-1", name="Stół", price=Price(100, "PLN")))
-    wh.catalog.patch_product(p.id, ProductPatch(name="Stół dębowy"), actor="admin")
+    p = wh.catalog_handlers.create_product(NewProduct(sku="W-1", name="Stół", price=Price(100, "PLN")))
+    wh.catalog_handlers.patch_product(p.id, ProductPatch(name="Stół dębowy"), actor="admin")
 
 
 def publish(wh: Components, event_type: str = "catalog.product.updated", **data: object) -> Event:
     """Raise one domain event in a committed transaction and send its jobs after the commit."""
     event = Event(event_type, dict(data) or {"productId": str(uuid.uuid4())})
-    with wh.engine.begin() as conn:
-        sent = wh.events.publish(on_connection(conn), event)
-    wh.events.send(sent)
+    with wh.uow.begin() as tx:
+        tx.publish(event)
     return event
 
 
@@ -175,11 +176,11 @@ def test_the_events_of_one_transaction_go_as_one_job_that_retries_only_what_fail
     # the second request fails (and sets a cookie, which no later request may carry back)
     r.script(Reply(200), Reply(503, headers={"set-cookie": "session=s3cr3t; Path=/"}), Reply(200))
     events = [Event("catalog.product.updated", {"productId": str(uuid.uuid4())}) for _ in range(5)]
-    with wh.engine.begin() as conn:
-        sent = wh.events.publish(on_connection(conn), *events)
+    with wh.uow.begin() as tx:
+        tx.publish(*events)
+        sent = list(tx.messages)  # what the unit of work sends after the commit
     assert len(sent) == 1  # five deliveries, one job: a batch of the endpoint's
     worker(processes)
-    wh.events.send(sent)
 
     wait_until(
         lambda: {d.status for d in wh.webhooks.list_deliveries(limit=10)} == {"delivered"},
@@ -390,7 +391,7 @@ def test_a_rotated_secret_signs_twice_in_its_grace_period_and_once_after_it(
     r = receiver(receivers)
     ep = endpoint(wh, r)
     old = r.secrets[0]
-    new = wh.webhooks.rotate_secret(ep.endpoint.id)
+    new, _ = wh.webhook_handlers.rotate_secret(ep.endpoint.id)
     assert new != old and new.startswith("whsec_")
     r.secrets.append(new)  # the receiver holds [old, new]
     worker(processes)
@@ -414,7 +415,7 @@ def test_a_rotated_secret_signs_twice_in_its_grace_period_and_once_after_it(
         )
     )
     try:
-        newest = brief.webhooks.rotate_secret(ep.endpoint.id)
+        newest, _ = brief.webhook_handlers.rotate_secret(ep.endpoint.id)
     finally:
         brief.close()
     r.secrets.append(newest)  # [old, new, newest]
@@ -487,14 +488,13 @@ def test_an_event_of_a_rolled_back_transaction_makes_no_delivery_and_no_request(
 
     # When an event is raised in a transaction that rolls back
     rolled_back = Event("catalog.product.updated", {"productId": str(uuid.uuid4())})
-    with pytest.raises(Abort), wh.engine.begin() as conn:
-        sql = on_connection(conn)
-        sent = wh.events.publish(sql, rolled_back)
-        # (inside the transaction the outbox did write the delivery and its job)
-        assert len(sent) == 1
-        assert sql(
-            "SELECT count(*) FROM webhook_deliveries WHERE message_id = %(m)s", {"m": rolled_back.id}
-        ) == [(1,)]
+    with pytest.raises(Abort), wh.uow.begin() as tx:
+        tx.publish(rolled_back)
+        # (inside the transaction the outbox did write the delivery and its job, its message to send)
+        assert len(tx.messages) == 1
+        assert tx.conn.execute(
+            text("SELECT count(*) FROM webhook_deliveries WHERE message_id = :m"), {"m": rolled_back.id}
+        ).all() == [(1,)]
         raise Abort
 
     # Then no delivery row and no job are left

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import uuid
 
+from gatehouse.jobs import message_of
 from tests.support.probe import GATED_USER_A, GATED_USER_B, RUNS_KEY
 from tests.support.probe_client import submit_probes
 from tests.support.processes import wait_until
@@ -51,7 +52,7 @@ def gate_traffic(processes, gh, *worker_args: str):
 
     # When the broker delivers each finished job's message once more (a stale duplicate)
     for job_id in (holder, waiter):
-        gh.dispatcher.send(gh.jobs.delivery_of(gh.jobs.get(job_id)))
+        gh.dispatcher.send(message_of(gh.jobs.get(job_id)))
     # … and every message, the waiter's old delayed copy too, has been consumed and acked
     wait_until(
         lambda: not gh.dispatcher.queued_job_ids({"probe"}),
@@ -83,9 +84,7 @@ def test_parking_and_stale_deliveries_are_logged_at_debug_with_their_reason(proc
     # Then the waiting job says whom it waits for, each stale delivery says why it is dropped …
     assert re.search(rf"\[DEBUG\] job {waiter} waits for account \S+ \(held by \S*{holder}\)", log), log
     for job_id in (holder, waiter):
-        assert re.search(rf"\[DEBUG\] delivery \d+ of job {job_id} is stale or a duplicate; dropped", log), (
-            log
-        )
+        assert re.search(rf"\[DEBUG\] message \d+ of job {job_id} is stale or a duplicate; dropped", log), log
     # … and still nothing of it is a warning
     assert_nothing_loud(log)
 

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 
 import pytest
 
 from gatehouse.catalog import NewProduct, Price, ProductPatch
-from gatehouse.catalog.bulk import Selection
+from gatehouse.catalog.bulk import OperationRecord, Selection
 from gatehouse.errors import ValidationFailed
+from gatehouse.job_types import REGISTRY
+from gatehouse.jobs import JobMessage
 
 
 def products(gh, n: int, prefix: str = "SKU") -> list[uuid.UUID]:
-    gh.catalog.create_products(
+    gh.catalog_handlers.create_products(
         [NewProduct(sku=f"{prefix}-{i:05d}", name=f"p{i}", price=Price(100, "PLN")) for i in range(n)]
     )
     return [p.id for p in gh.catalog.list_products(limit=10_000)]
@@ -21,16 +24,42 @@ def products(gh, n: int, prefix: str = "SKU") -> list[uuid.UUID]:
 NEW_PRICE = ProductPatch(price=Price(250, "PLN"))
 
 
-def start(gh, ids, patch=NEW_PRICE, threshold=50):
-    request = {"productIds": [str(i) for i in ids], "patch": {"price": {"amount": 250, "currency": "PLN"}}}
-    return gh.bulk.create(
-        Selection(product_ids=tuple(ids)),
-        patch,
-        request,
-        requester=None,
-        actor="admin",
-        sync_threshold=threshold,
+def queued(gh) -> set[str]:
+    """The ids of the jobs with a message on any queue (no worker consumes them here)."""
+    return gh.dispatcher.queued_job_ids({t.queue for t in REGISTRY.values()})
+
+
+def create(
+    gh, selection, patch, request, *, requester=None, actor="admin"
+) -> tuple[OperationRecord, set[str]]:
+    """Create an operation (its handler: one unit of work, BULK_SYNC_THRESHOLD = 50); returns it and
+    the ids of the jobs whose messages were sent after its commit."""
+    assert gh.settings.bulk_sync_threshold == 50
+    before = queued(gh)
+    op = gh.catalog_handlers.create_bulk_operation(
+        selection, patch, request, requester=requester, actor=actor
     )
+    return op, queued(gh) - before
+
+
+def start(gh, ids, patch=NEW_PRICE):
+    request = {"productIds": [str(i) for i in ids], "patch": {"price": {"amount": 250, "currency": "PLN"}}}
+    return create(gh, Selection(product_ids=tuple(ids)), patch, request)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A committed batch: the operation after it, and the messages its unit of work sent after the commit."""
+
+    operation: OperationRecord
+    sent: tuple[JobMessage, ...]
+
+
+def run_batch(gh, op_id: uuid.UUID, size: int, *, actor: str) -> Batch | None:
+    with gh.uow.begin() as tx:
+        op = gh.bulk.run_batch(tx, op_id, size, actor=actor)
+        sent = tuple(tx.messages)  # sent when the block ends (the commit), then cleared
+    return None if op is None else Batch(op, sent)
 
 
 def audit_rows(sql) -> int:
@@ -40,9 +69,9 @@ def audit_rows(sql) -> int:
 def test_fifty_products_are_patched_at_once_in_one_transaction_and_recorded(gh, sql):
     ids = products(gh, 50)
 
-    op, deliveries = start(gh, ids)
+    op, sent = start(gh, ids)
 
-    assert deliveries == [] and op.status == "completed"  # no webhook endpoint: nothing to send
+    assert sent == set() and op.status == "completed"  # no webhook endpoint: nothing to send
     assert (op.total, op.processed, op.succeeded, op.failed) == (50, 50, 50, 0)
     assert {gh.catalog.get_product(i).price_amount for i in ids} == {250}
     assert audit_rows(sql) == 50
@@ -53,9 +82,9 @@ def test_fifty_products_are_patched_at_once_in_one_transaction_and_recorded(gh, 
 def test_fifty_one_products_are_queued_with_their_job_row_in_the_same_transaction(gh, sql):
     ids = products(gh, 51)
 
-    op, deliveries = start(gh, ids)
+    op, sent = start(gh, ids)
 
-    assert op.status == "pending" and [d.job_id for d in deliveries] == [op.id]
+    assert op.status == "pending" and sent == {str(op.id)}  # its job's message, sent after the commit
     [(state, payload)] = sql("SELECT state, payload FROM jobs WHERE id = :id", id=op.id)
     assert (state, payload) == ("waiting", {"operationId": str(op.id)})
     assert {gh.catalog.get_product(i).price_amount for i in ids} == {100}  # not run on the request path
@@ -66,12 +95,12 @@ def test_batches_move_the_counters_exactly_and_a_finished_operation_takes_no_mor
     op, _ = start(gh, ids)
 
     seen = []
-    while (step := gh.bulk.run_batch(op.id, 20, actor="admin")) is not None:
+    while (step := run_batch(gh, op.id, 20, actor="admin")) is not None:
         seen.append((step.operation.status, step.operation.processed))
-        assert step.deliveries == ()  # started with the admin token: nobody to notify (and no endpoint)
+        assert step.sent == ()  # started with the admin token: nobody to notify (and no endpoint)
 
     assert seen == [("running", 20), ("running", 40), ("completed", 51)]
-    assert gh.bulk.run_batch(op.id, 20, actor="admin") is None  # a duplicate run is a no-op
+    assert run_batch(gh, op.id, 20, actor="admin") is None  # a duplicate run is a no-op
     assert audit_rows(sql) == 51
     done = gh.bulk.get(op.id)
     assert (done.succeeded, done.failed, done.started_at is not None) == (51, 0, True)
@@ -102,10 +131,9 @@ def test_a_filter_selects_by_status_sku_prefix_and_attributes(gh):
     products(gh, 2, prefix="B")
     patch = ProductPatch(status="active")
 
-    op, _ = gh.bulk.create(
-        Selection(sku_prefix="B-"), patch, {"filter": {"skuPrefix": "B-"}, "patch": {"status": "active"}},
-        requester=None, actor="admin", sync_threshold=50,
-    )  # fmt: skip
+    op, _ = create(
+        gh, Selection(sku_prefix="B-"), patch, {"filter": {"skuPrefix": "B-"}, "patch": {"status": "active"}}
+    )
 
     assert op.total == 2
     assert sorted(p.sku for p in gh.catalog.list_products(status="active", limit=10)) == [
@@ -116,10 +144,7 @@ def test_a_filter_selects_by_status_sku_prefix_and_attributes(gh):
 
 def test_an_empty_selection_is_refused(gh):
     with pytest.raises(ValidationFailed):
-        gh.bulk.create(
-            Selection(sku_prefix="NOPE"), ProductPatch(status="active"), {}, requester=None, actor="admin",
-            sync_threshold=50,
-        )  # fmt: skip
+        create(gh, Selection(sku_prefix="NOPE"), ProductPatch(status="active"), {})
 
 
 def test_the_requester_is_notified_once_when_a_queued_operation_ends_and_not_for_a_small_one(gh, sql):
@@ -128,42 +153,50 @@ def test_the_requester_is_notified_once_when_a_queued_operation_ends_and_not_for
     request = {"productIds": [str(i) for i in ids], "patch": {"status": "active"}}
 
     def start_as_ala(selected):
-        return gh.bulk.create(
-            Selection(product_ids=tuple(selected)), ProductPatch(status="active"), request,
-            requester=ala.id, actor=str(ala.id), sync_threshold=50,
+        return create(
+            gh, Selection(product_ids=tuple(selected)), ProductPatch(status="active"), request,
+            requester=ala.id, actor=str(ala.id),
         )  # fmt: skip
 
     start_as_ala(ids[:10])  # synchronous: it already answered its requester
     op, _ = start_as_ala(ids)
-    sent = [b.deliveries for b in iter(lambda: gh.bulk.run_batch(op.id, 25, actor=str(ala.id)), None)]
+    sent = [b.sent for b in iter(lambda: run_batch(gh, op.id, 25, actor=str(ala.id)), None)]
 
     assert [len(d) for d in sent] == [0, 0, 1]  # the e-mail, only from the batch that ended it
+    [[email]] = [d for d in sent if d]
+    assert email.queue == "notifications.email" and str(email.job_id) in queued(gh)  # sent after the commit
     [(kind, title, link)] = sql("SELECT kind, title, link FROM notifications WHERE user_id = :u", u=ala.id)
     assert (kind, title) == ("catalog.bulk_operation.completed", "Operacja masowa zakończona")
     assert link.endswith(str(op.id))
     assert sql("SELECT count(*) FROM jobs WHERE type = 'notifications.email'")[0][0] == 1
-    assert gh.bulk.run_batch(op.id, 25, actor=str(ala.id)) is None  # a late duplicate notifies nobody
+    assert run_batch(gh, op.id, 25, actor=str(ala.id)) is None  # a late duplicate notifies nobody
 
 
-def test_an_operation_accepted_while_redis_was_down_is_sent_by_reconciliation(gh, settings):
+def test_an_operation_accepted_while_redis_was_down_is_sent_by_reconciliation(gh, settings, caplog):
+    import logging
+
     from gatehouse.composition import bootstrap
     from gatehouse.job_types import CATALOG_BULK_OPERATION
-    from gatehouse.reconcile import reconcile
     from tests.support.processes import free_port
 
     ids = products(gh, 51)
     offline = bootstrap(settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"}))
     request = {"productIds": [str(i) for i in ids], "patch": {"status": "active"}}
-    op, deliveries = offline.bulk.create(
-        Selection(product_ids=tuple(ids)), ProductPatch(status="active"), request, requester=None,
-        actor="admin", sync_threshold=50,
-    )  # fmt: skip
-    offline.events.send(deliveries)  # Redis is down: logged, the rows are safe
+    # Redis is down: the send after the commit is logged, the rows are safe
+    with caplog.at_level(logging.WARNING, logger="gatehouse.uow"):
+        op = offline.catalog_handlers.create_bulk_operation(
+            Selection(product_ids=tuple(ids)),
+            ProductPatch(status="active"),
+            request,
+            requester=None,
+            actor="admin",
+        )
     offline.close()
+    assert f"job {op.id} is saved but not enqueued" in caplog.text
     assert gh.bulk.get(op.id).status == "pending"
     assert not gh.dispatcher.queued_job_ids({CATALOG_BULK_OPERATION.queue})
 
-    assert reconcile(gh.jobs, gh.dispatcher, grace_ms=0) == 1
+    assert gh.job_handlers.reconcile(grace_ms=0) == 1
     assert gh.dispatcher.queued_job_ids({CATALOG_BULK_OPERATION.queue}) == {str(op.id)}
 
 
@@ -171,9 +204,9 @@ def test_a_batch_changes_and_audits_exactly_what_the_rules_say(gh, sql):
     # The batch's SQL against the pure rules (gatehouse.catalog.rules.apply), product by product.
     from gatehouse.catalog import rules
 
-    gh.catalog.create_attribute("color", "Kolor", True)
-    gh.catalog.create_attribute("size", "Rozmiar", False)
-    gh.catalog.create_products(
+    gh.catalog_handlers.create_attribute("color", "Kolor", True)
+    gh.catalog_handlers.create_attribute("size", "Rozmiar", False)
+    gh.catalog_handlers.create_products(
         [
             NewProduct(sku="A", name="a", price=Price(100, "PLN"), attributes={"color": "red", "size": 1}),
             NewProduct(
@@ -193,10 +226,7 @@ def test_a_batch_changes_and_audits_exactly_what_the_rules_say(gh, sql):
     }  # fmt: skip
     request = {"productIds": [], "patch": {}}
 
-    gh.bulk.create(
-        Selection(product_ids=tuple(p.id for p in before.values())), patch, request, requester=None,
-        actor="admin", sync_threshold=50,
-    )  # fmt: skip
+    create(gh, Selection(product_ids=tuple(p.id for p in before.values())), patch, request)
 
     after = {p.sku: p for p in gh.catalog.list_products(limit=10)}
     audits = {
@@ -228,9 +258,9 @@ def test_a_product_the_patch_would_take_past_the_attribute_limit_is_a_failed_ite
 
     codes = [f"a{i}" for i in range(ATTRIBUTES_MAX + 1)]
     for code in codes:
-        gh.catalog.create_attribute(code, code, False)
+        gh.catalog_handlers.create_attribute(code, code, False)
     full = {code: 1 for code in codes[:ATTRIBUTES_MAX]}
-    gh.catalog.create_products(
+    gh.catalog_handlers.create_products(
         [
             NewProduct(sku="FULL", name="full", price=Price(1, "PLN"), attributes=full),
             NewProduct(sku="ROOM", name="room", price=Price(1, "PLN")),
@@ -239,10 +269,7 @@ def test_a_product_the_patch_would_take_past_the_attribute_limit_is_a_failed_ite
     by_sku = {p.sku: p.id for p in gh.catalog.list_products(limit=10)}
     patch = ProductPatch(attributes={codes[-1]: 2})
 
-    op, _ = gh.bulk.create(
-        Selection(product_ids=tuple(by_sku.values())), patch, {"productIds": [], "patch": {}},
-        requester=None, actor="admin", sync_threshold=50,
-    )  # fmt: skip
+    op, _ = create(gh, Selection(product_ids=tuple(by_sku.values())), patch, {"productIds": [], "patch": {}})
 
     assert (op.succeeded, op.failed) == (1, 1)
     assert op.failed_items == [

@@ -14,13 +14,15 @@ from collections.abc import Iterator
 
 import pytest
 from falcon import testing
+from sqlalchemy import text
 
 from gatehouse.catalog import NewProduct, Price, ProductPatch
 from gatehouse.catalog.bulk import Selection
+from gatehouse.catalog.handlers import CatalogHandlers
 from gatehouse.catalog.rules import ATTRIBUTES_MAX
 from gatehouse.composition import Components, bootstrap
-from gatehouse.events import Event, on_connection
-from gatehouse.webhooks.store import Answer
+from gatehouse.events import Event
+from gatehouse.webhooks.store import Answer, Created
 from gatehouse_api.app import create_app
 from tests.conftest import ADMIN_TOKEN
 
@@ -60,30 +62,32 @@ def post(client, cookie: dict, path: str, body: str = "", token: str | None = ""
 
 
 def products(gh: Components, n: int, name: str = "p{i}") -> list[uuid.UUID]:
-    gh.catalog.create_products(
+    gh.catalog_handlers.create_products(
         [NewProduct(sku=f"B-{i:04d}", name=name.format(i=i), price=Price(100, "PLN")) for i in range(n)]
     )
     return [p.id for p in gh.catalog.list_products(limit=200)]
 
 
 def operation(gh: Components, ids, patch: ProductPatch, request: dict, threshold: int = 50):
-    op, _ = gh.bulk.create(
+    """A bulk operation run at once up to ``threshold`` products (BULK_SYNC_THRESHOLD), else queued."""
+    handlers = CatalogHandlers(
+        gh.uow, gh.catalog, gh.bulk, sync_threshold=threshold, batch_size=gh.settings.bulk_batch_size
+    )
+    return handlers.create_bulk_operation(
         Selection(product_ids=tuple(ids)),
         patch,
         request,
         requester=None,
         actor="admin",
-        sync_threshold=threshold,
     )
-    return op
 
 
 def full_product_operation(gh: Components, name: str) -> tuple[uuid.UUID, uuid.UUID]:
     """A product the patch would take past the attribute limit (a failed item), and one it patches."""
     codes = [f"a{i}" for i in range(ATTRIBUTES_MAX + 1)]
     for code in codes:
-        gh.catalog.create_attribute(code, code, False)
-    gh.catalog.create_products(
+        gh.catalog_handlers.create_attribute(code, code, False)
+    gh.catalog_handlers.create_products(
         [
             NewProduct(
                 sku="FULL-1", name=name, price=Price(1, "PLN"), attributes=dict.fromkeys(codes[:-1], 1)
@@ -199,8 +203,8 @@ def test_with_the_catalog_module_off_the_json_refuses_and_the_pages_say_so(clien
 
 def publish(gh: Components, event_type: str = "catalog.product.updated", **data: object) -> Event:
     event = Event(event_type, dict(data) or {"productId": str(uuid.uuid4())})
-    with gh.engine.begin() as conn:
-        gh.events.publish(on_connection(conn), event)  # the jobs are not sent: no worker here
+    with gh.uow.begin() as tx:
+        tx.publish(event)  # its jobs' messages are sent after the commit; no worker takes them here
     return event
 
 
@@ -216,15 +220,21 @@ def delivery_of_endpoint(gh: Components, event: Event, endpoint_id: uuid.UUID) -
 
 def kill(gh: Components, delivery_id: uuid.UUID) -> None:
     with gh.engine.begin() as conn:
-        on_connection(conn)(
-            "UPDATE webhook_deliveries SET status = 'dead', attempts = 8 WHERE id = %(id)s",
+        conn.execute(
+            text("UPDATE webhook_deliveries SET status = 'dead', attempts = 8 WHERE id = :id"),
             {"id": delivery_id},
         )
 
 
+def endpoint(
+    gh: Components, url: str, *, event_types: list[str] | None = None, description: str = ""
+) -> Created:
+    return gh.webhook_handlers.create_endpoint(url, event_types=event_types, description=description)
+
+
 def test_endpoints_with_their_deliveries_counted_by_status(client, cookie, wh):
-    erp = wh.webhooks.create_endpoint(HOOK, description="ERP", event_types=["catalog.product.updated"])
-    quiet = wh.webhooks.create_endpoint(HOOK + "2", description="quiet")
+    erp = endpoint(wh, HOOK, description="ERP", event_types=["catalog.product.updated"])
+    quiet = endpoint(wh, HOOK + "2", description="quiet")
     events = [publish(wh) for _ in range(3)]
     kill(wh, delivery_of_endpoint(wh, events[0], erp.endpoint.id))  # quiet takes every type: 3 pending
 
@@ -246,7 +256,7 @@ def test_endpoints_with_their_deliveries_counted_by_status(client, cookie, wh):
 
 
 def test_disable_and_enable_an_endpoint_only_with_the_csrf_token(client, cookie, wh):
-    e = wh.webhooks.create_endpoint(HOOK).endpoint
+    e = endpoint(wh, HOOK).endpoint
     path = f"/console/webhooks/endpoints/{e.id}/enabled"
     assert post(client, cookie, path, "enabled=false", token=None).status_code == 403
     assert post(client, cookie, path, "enabled=false", token="00" * 16).status_code == 403
@@ -264,7 +274,7 @@ def test_disable_and_enable_an_endpoint_only_with_the_csrf_token(client, cookie,
 
 
 def test_rotate_secret_shows_the_new_secret_once_on_the_answer_and_nowhere_else(client, cookie, wh):
-    e = wh.webhooks.create_endpoint(HOOK).endpoint
+    e = endpoint(wh, HOOK).endpoint
     before = wh.webhooks.get_endpoint(e.id).updated_at
 
     response = post(client, cookie, f"/console/webhooks/endpoints/{e.id}/rotate-secret")
@@ -277,12 +287,13 @@ def test_rotate_secret_shows_the_new_secret_once_on_the_answer_and_nowhere_else(
     assert secret not in page(client, cookie, "/console/webhooks/endpoints")
     event = publish(wh)
     delivery = delivery_of(wh, event)
-    signing = wh.webhooks.begin_run(delivery.job_id)  # what the next attempt signs with
+    with wh.uow.begin() as tx:
+        signing = wh.webhooks.begin_run(tx, delivery.job_id)  # what the next attempt signs with
     assert signing.secrets[0] == secret and len(signing.secrets) == 2  # the old one in its grace period
 
 
 def test_send_test_goes_to_the_test_deliverys_page(client, cookie, wh):
-    e = wh.webhooks.create_endpoint(HOOK).endpoint
+    e = endpoint(wh, HOOK).endpoint
     response = post(client, cookie, f"/console/webhooks/endpoints/{e.id}/test")
     assert response.status_code == 303
     delivery_id = response.headers["location"].rsplit("/", 1)[1]
@@ -294,8 +305,8 @@ def test_send_test_goes_to_the_test_deliverys_page(client, cookie, wh):
 
 
 def test_deliveries_filtered_newest_first_with_replay_only_on_dead_ones(client, cookie, wh):
-    wh.webhooks.create_endpoint(HOOK, description="A")
-    b = wh.webhooks.create_endpoint(HOOK + "b", event_types=["rfq.rfq.expired"]).endpoint
+    endpoint(wh, HOOK, description="A")
+    b = endpoint(wh, HOOK + "b", event_types=["rfq.rfq.expired"]).endpoint
     first, _ = publish(wh), publish(wh)
     rfq = publish(wh, "rfq.rfq.expired", rfqId="r-1")
     dead = delivery_of(wh, first)
@@ -319,7 +330,7 @@ def test_deliveries_filtered_newest_first_with_replay_only_on_dead_ones(client, 
 
 
 def test_deliveries_page_fifty_at_a_time_on_the_json_lists_cursor(client, cookie, wh):
-    wh.webhooks.create_endpoint(HOOK)
+    endpoint(wh, HOOK)
     for _ in range(55):
         publish(wh)
     html = page(client, cookie, "/console/webhooks/deliveries?status=pending")
@@ -334,11 +345,13 @@ def test_deliveries_page_fifty_at_a_time_on_the_json_lists_cursor(client, cookie
 
 
 def test_a_delivery_page_shows_its_payload_as_text_its_attempts_and_job(client, cookie, wh):
-    wh.webhooks.create_endpoint(HOOK)
+    endpoint(wh, HOOK)
     event = publish(wh, name=XSS, message="Товар обновлён")
     d = delivery_of(wh, event)
-    run = wh.webhooks.begin_run(d.job_id)
-    wh.webhooks.end_run(run, [(run.attempts[0], Answer(500, 12, excerpt=f"down {XSS}"), "dead")])
+    with wh.uow.begin() as tx:
+        run = wh.webhooks.begin_run(tx, d.job_id)
+    with wh.uow.begin() as tx:
+        wh.webhooks.end_run(tx, run, [(run.attempts[0], Answer(500, 12, excerpt=f"down {XSS}"), "dead")])
 
     html = page(client, cookie, f"/console/webhooks/deliveries/{d.id}")
     assert XSS not in html
@@ -352,7 +365,7 @@ def test_a_delivery_page_shows_its_payload_as_text_its_attempts_and_job(client, 
 
 
 def test_replay_a_dead_delivery_from_its_page(client, cookie, wh):
-    wh.webhooks.create_endpoint(HOOK)
+    endpoint(wh, HOOK)
     d = delivery_of(wh, publish(wh))
     path = f"/console/webhooks/deliveries/{d.id}/replay"
     assert post(client, cookie, path, token=None).status_code == 403
@@ -373,7 +386,7 @@ def test_replay_a_dead_delivery_from_its_page(client, cookie, wh):
 
 
 def test_replay_all_dead_since_queues_one_replay_job(client, cookie, wh, sql):
-    e = wh.webhooks.create_endpoint(HOOK).endpoint
+    e = endpoint(wh, HOOK).endpoint
     path = f"/console/webhooks/endpoints/{e.id}/replay"
 
     response = post(client, cookie, path, "since=2026-12-01T10:00")
@@ -396,7 +409,7 @@ def test_replay_all_dead_since_queues_one_replay_job(client, cookie, wh, sql):
 
 
 def test_with_the_webhooks_module_off_pages_render_without_actions_and_actions_refuse(client, cookie, wh):
-    e = wh.webhooks.create_endpoint(HOOK).endpoint
+    e = endpoint(wh, HOOK).endpoint
     d = delivery_of(wh, publish(wh))
     kill(wh, d.id)
     token = csrf(client, cookie)

@@ -56,9 +56,14 @@ def busy_account(gh, name="Busy shop"):
     assert hold(gh, account, holder.id) and not hold(gh, account, waiter.id)
     claim = gh.jobs.claim(waiter.id, 1, 60_000)
     resume = int(time.time() * 1000) + 60_000
-    gh.jobs.reschedule(
-        claim, eta_ms=resume, progress=P.stored(P.WAITING_ACCOUNT, resume_at_ms=resume), consume_attempt=False
-    )
+    with gh.uow.autocommit() as tx:
+        gh.jobs.reschedule(
+            tx,
+            claim,
+            eta_ms=resume,
+            progress=P.stored(P.WAITING_ACCOUNT, resume_at_ms=resume),
+            consume_attempt=False,
+        )
     return account, holder.id, waiter.id
 
 
@@ -137,7 +142,8 @@ def test_an_account_page_shows_its_gate_waiters_pauses_and_timeline(client, cook
     account, holder, waiter = busy_account(gh)
     done, _ = gh.job_handlers.submit(AUTOBIDDER_SYNC_USER, account_id=account, payload={})
     claim = gh.jobs.claim(done.id, 1, 60_000, start=True)
-    gh.jobs.finish(claim, state="completed", progress=P.stored(P.COMPLETED))
+    with gh.uow.autocommit() as tx:
+        gh.jobs.finish(tx, claim, state="completed", progress=P.stored(P.COMPLETED))
     sql(
         "UPDATE jobs SET started_at = now() - interval '2 hours', finished_at = now() - interval '1 hour' WHERE id = :id",
         id=done.id,
@@ -177,7 +183,8 @@ def test_the_admin_jobs_api_filters_and_pages_newest_first(client, gh, sql):
     _, holder, waiter = busy_account(gh)
     other = gh.accounts.create("Other", "token").id
     jobs = [
-        gh.job_handlers.submit(t, account_id=other, payload={})[0].id for t in (IMPORT_USER_FEEDS, AUTOBIDDER_SYNC_USER)
+        gh.job_handlers.submit(t, account_id=other, payload={})[0].id
+        for t in (IMPORT_USER_FEEDS, AUTOBIDDER_SYNC_USER)
     ]
     sql("UPDATE jobs SET created_at = now() - interval '3 days' WHERE id = :id", id=jobs[0])
 

@@ -36,18 +36,27 @@ def failed_job(gh, account_id: uuid.UUID | None, job_type=IMPORT_USER_FEEDS) -> 
     assert created
     first = gh.jobs.claim(job.id, 1, 60_000, start=True)
     gh.jobs.save_checkpoint(first, {"rrdId": 42})
-    retry = gh.jobs.reschedule(first, eta_ms=0, progress={"phase": "retrying"}, consume_attempt=True)
-    second = gh.jobs.claim(job.id, retry.delivery, 60_000, start=True)
+    with gh.uow.autocommit() as tx:
+        assert gh.jobs.reschedule(tx, first, eta_ms=0, progress={"phase": "retrying"}, consume_attempt=True)
+        [retry] = tx.messages
+    second = gh.jobs.claim(job.id, retry.number, 60_000, start=True)
     failed = P.stored(P.FAILED, reason=WB_DOWN["code"])
-    assert gh.jobs.finish(second, state="failed", progress=failed, error=WB_DOWN)
+    with gh.uow.autocommit() as tx:
+        assert gh.jobs.finish(tx, second, state="failed", progress=failed, error=WB_DOWN)
     gh.broker.flush(job_type.queue)  # the runs' messages are spent
     return job.id
 
 
 def deliveries(gh, job_id: uuid.UUID, queue: str) -> list[int]:
-    """The delivery numbers of the job's messages on the queue (the broker keeps each in a hash)."""
+    """The delivery numbers of the job's messages on the queue (the broker keeps each in a hash;
+    a message's arguments are the job id and its number)."""
     messages = (json.loads(raw) for _, raw in gh.redis.hscan_iter(f"{gh.broker.namespace}:{queue}.msgs"))
-    return [m["options"]["delivery"] for m in messages if m["message_id"] == str(job_id)]
+    return [m["args"][1] for m in messages if m["message_id"] == str(job_id)]
+
+
+def finish(gh, claim, **outcome) -> bool:
+    with gh.uow.autocommit() as tx:
+        return gh.jobs.finish(tx, claim, **outcome)
 
 
 def audit(sql, job_id: uuid.UUID) -> list[tuple]:
@@ -104,7 +113,7 @@ def test_retry_refuses_a_job_that_is_not_failed(gh, sql):
     claim = gh.jobs.claim(waiting.id, 1, 60_000, start=True)
     with pytest.raises(Conflict, match="active") as refused:
         gh.job_handlers.retry(waiting.id, actor="admin")
-    gh.jobs.finish(claim, state="completed", progress=P.stored(P.COMPLETED), result={})
+    finish(gh, claim, state="completed", progress=P.stored(P.COMPLETED), result={})
     with pytest.raises(Conflict, match="completed") as refused:
         gh.job_handlers.retry(waiting.id, actor="admin")
     assert refused.value.code == "JOB_NOT_FAILED"
@@ -129,7 +138,7 @@ def test_retry_while_its_account_has_a_live_job_of_its_type_is_refused_naming_th
     # … another type of the same account is no obstacle, and once the live one ends the retry goes
     gh.job_handlers.submit(IMPORT_USER_REPORT, account_id=acc)
     claim = gh.jobs.claim(live.id, 1, 60_000, start=True)
-    gh.jobs.finish(claim, state="completed", progress=P.stored(P.COMPLETED), result={})
+    finish(gh, claim, state="completed", progress=P.stored(P.COMPLETED), result={})
     assert gh.job_handlers.retry(job_id, actor="admin").state == "waiting"
 
 
@@ -199,9 +208,11 @@ def test_cancel_ends_a_delayed_job_and_takes_it_out_of_its_accounts_gate_line(gh
     # Given the second job parked on the gate (busy), delayed in phase waiting-account
     assert not gh.gate.acquire(str(acc), owner(waiter.queue, waiter.id), tier="user", **gate).proceed
     claim = gh.jobs.claim(waiter.id, 1, 60_000)
-    parked = gh.jobs.reschedule(
-        claim, eta_ms=2**41, progress=P.stored(P.WAITING_ACCOUNT), consume_attempt=False
-    )
+    with gh.uow.autocommit() as tx:
+        gh.jobs.reschedule(
+            tx, claim, eta_ms=2**41, progress=P.stored(P.WAITING_ACCOUNT), consume_attempt=False
+        )
+        [parked] = tx.messages
     assert gh.gate.inspect(str(acc)).waiting_owners == (owner(waiter.queue, waiter.id),)
     assert gh.gate.inspect(str(acc)).wanted == owner(waiter.queue, waiter.id)  # a user job wants it next
 
@@ -211,7 +222,7 @@ def test_cancel_ends_a_delayed_job_and_takes_it_out_of_its_accounts_gate_line(gh
     assert gh.gate.inspect(str(acc)).waiting_owners == ()
     assert gh.gate.inspect(str(acc)).wanted is None  # scheduled jobs need not keep off for it
     assert gh.gate.inspect(str(acc)).holder == owner(holder.queue, holder.id)
-    assert gh.jobs.claim(waiter.id, parked.delivery, 60_000) is None
+    assert gh.jobs.claim(waiter.id, parked.number, 60_000) is None
     assert audit(sql, waiter.id)[0][:4] == (
         "8d0c5b1e-0000-4000-8000-000000000000",
         "job.cancel",
@@ -229,7 +240,7 @@ def test_cancel_refuses_a_running_or_finished_job(gh, sql):
         gh.job_handlers.cancel(job.id, actor="admin")
     assert refused.value.code == "JOB_ACTIVE"
 
-    gh.jobs.finish(claim, state="completed", progress=P.stored(P.COMPLETED), result={})
+    finish(gh, claim, state="completed", progress=P.stored(P.COMPLETED), result={})
     with pytest.raises(Conflict) as refused:
         gh.job_handlers.cancel(job.id, actor="admin")
     assert refused.value.code == "JOB_FINISHED" and "completed" in refused.value.detail
@@ -256,7 +267,8 @@ def test_a_job_cancelled_between_attempts_is_shown_cancelled_without_a_count_of_
     job, _ = gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=account(gh))
     claim = gh.jobs.claim(job.id, 1, 60_000, start=True)
     progress = P.stored(P.RETRYING, reason=WB_DOWN["code"])
-    gh.jobs.reschedule(claim, eta_ms=2**41, progress=progress, consume_attempt=True, error=WB_DOWN)
+    with gh.uow.autocommit() as tx:
+        gh.jobs.reschedule(tx, claim, eta_ms=2**41, progress=progress, consume_attempt=True, error=WB_DOWN)
 
     cancelled = gh.job_handlers.cancel(job.id, actor="admin")
 

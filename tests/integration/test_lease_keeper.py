@@ -8,8 +8,9 @@ import uuid
 from gatehouse.composition import bootstrap
 from gatehouse.gate import owner
 from gatehouse.job_types import IMPORT_USER_FEEDS
-from gatehouse_worker.leases import LeaseKeeper
-from gatehouse_worker.runtime import JobContext
+from gatehouse.workers import Liveness
+from gatehouse_worker.leases import Beats, LeaseKeeper
+from gatehouse_worker.runtime import JobContext, WbAccess
 
 
 def test_a_gate_heartbeat_shorter_than_the_liveness_beat_keeps_the_gate(settings, clean):
@@ -20,13 +21,25 @@ def test_a_gate_heartbeat_shorter_than_the_liveness_beat_keeps_the_gate(settings
             update={"gate_lease_ms": 600, "gate_heartbeat_ms": 100, "worker_heartbeat_ms": 2_000}
         )
     )
-    keeper = LeaseKeeper(gh, "test-worker")
+    s = gh.settings
+    keeper = LeaseKeeper(
+        gh.jobs,
+        gh.gate,
+        Liveness(gh.redis, ttl_ms=s.worker_dead_after_ms),
+        gh.job_handlers.requeue_orphans,
+        Beats(
+            worker_heartbeat_ms=s.worker_heartbeat_ms,
+            job_heartbeat_ms=s.job_heartbeat_ms,
+            job_lease_ms=s.job_lease_ms,
+            gate_heartbeat_ms=s.gate_heartbeat_ms,
+            gate_lease_ms=s.gate_lease_ms,
+        ),
+        "test-worker",
+    )
     try:
         account = uuid.uuid4()
-        job, _ = gh.jobs.create(
-            type=IMPORT_USER_FEEDS.name, queue=IMPORT_USER_FEEDS.queue, tier="user", account_id=None,
-            max_attempts=1,
-        )  # fmt: skip
+        with gh.uow.autocommit() as tx:
+            job, _ = gh.jobs.create(tx, IMPORT_USER_FEEDS, account_id=None)
         claim = gh.jobs.claim(job.id, job.delivery, 3_000, worker="test-worker", start=True)
         me = owner(job.queue, job.id)
         acquired = gh.gate.acquire(
@@ -34,7 +47,8 @@ def test_a_gate_heartbeat_shorter_than_the_liveness_beat_keeps_the_gate(settings
             first_wait_ms=0,
         )  # fmt: skip
         assert acquired.proceed
-        ctx = JobContext(gatehouse=gh, claim=claim)
+        access = WbAccess(s, gh.accounts, gh.buckets, gh.wb_limits, max_sleep_ms=s.wb_bucket_max_sleep_ms)
+        ctx = JobContext(claim=claim, jobs=gh.jobs, wb_access=access, poll_delay_ms=s.gate_poll_delay_ms)
         keeper.add(ctx)
         keeper.holds_gate(ctx, str(account), me)
         keeper.start()

@@ -7,7 +7,7 @@ import time
 import pytest
 from falcon import testing
 
-from gatehouse.events import Event, on_connection
+from gatehouse.events import Event
 from gatehouse.modules import (
     MODULES,
     REFRESH_S,
@@ -97,11 +97,14 @@ def test_another_process_sees_a_change_within_the_refresh(gh, settings):
 
 
 def test_events_of_a_module_that_is_off_are_not_emitted(gh, sql):
-    gh.webhooks.create_endpoint("https://93.184.216.34/hook")  # a literal address: never contacted here
+    # a literal address: never contacted here
+    gh.webhook_handlers.create_endpoint("https://93.184.216.34/hook", event_types=None, description="")
 
     def publish(event_type: str) -> int:
-        with gh.engine.begin() as conn:
-            return len(gh.events.publish(on_connection(conn), Event(event_type, {})))
+        """How many delivery jobs the event made (what its unit of work sends after the commit)."""
+        with gh.uow.begin() as tx:
+            tx.publish(Event(event_type, {}))
+            return len(tx.messages)
 
     assert publish("catalog.product.updated") == 1
     gh.modules.set("catalog", enabled=False, by="test")

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
+
 import pytest
 
 from gatehouse.catalog import NewProduct, Price, ProductPatch
-from gatehouse.catalog.bulk import Selection
+from gatehouse.catalog.bulk import OperationRecord, Reindex, Selection
 from gatehouse.errors import ValidationFailed
+from gatehouse.job_types import CATALOG_BULK_OPERATION
+from gatehouse.jobs import JobMessage
 from gatehouse.search import tsquery_of
 
 
@@ -15,59 +20,80 @@ def skus(hits) -> list[str]:
 
 
 def product(gh, sku: str, name: str, **kw):
-    return gh.catalog.create_product(NewProduct(sku=sku, name=name, price=Price(100, "PLN"), **kw))
+    return gh.catalog_handlers.create_product(NewProduct(sku=sku, name=name, price=Price(100, "PLN"), **kw))
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A committed batch: the operation after it, and the messages its unit of work sent after the commit."""
+
+    operation: OperationRecord
+    sent: tuple[JobMessage, ...]
+
+
+def run_batch(gh, op_id: uuid.UUID, size: int, *, actor: str) -> Batch | None:
+    with gh.uow.begin() as tx:
+        op = gh.bulk.run_batch(tx, op_id, size, actor=actor)
+        sent = tuple(tx.messages)  # sent when the block ends (the commit), then cleared
+    return None if op is None else Batch(op, sent)
+
+
+def start_reindex(gh, requester) -> tuple[Reindex, tuple[JobMessage, ...]]:
+    """A re-index in its own unit of work, and the messages sent after its commit."""
+    with gh.uow.begin() as tx:
+        reindex = gh.bulk.start_reindex(tx, requester=requester, reason="requested")
+        sent = tuple(tx.messages)
+    return reindex, sent
 
 
 def reindex_to_end(gh, op_id, size=2):
     steps = []
-    while (batch := gh.bulk.run_batch(op_id, size, actor="admin")) is not None:
+    while (batch := run_batch(gh, op_id, size, actor="admin")) is not None:
         steps.append(batch.operation)
     return steps
 
 
+def create_bulk(gh, ids, patch: ProductPatch, patch_json: dict):
+    """A bulk operation through its handler (BULK_SYNC_THRESHOLD = 50: these run at once)."""
+    assert gh.settings.bulk_sync_threshold == 50
+    return gh.catalog_handlers.create_bulk_operation(
+        Selection(product_ids=tuple(ids)),
+        patch,
+        {"productIds": [str(i) for i in ids], "patch": patch_json},
+        requester=None,
+        actor="admin",
+    )
+
+
 def test_documents_follow_create_batch_patch_and_bulk_edits(gh):
     chair = product(gh, "CH-1", "Krzesło dębowe", description="do jadalni")
-    gh.catalog.create_products(
+    gh.catalog_handlers.create_products(
         [NewProduct(sku=f"T-{i}", name=f"Stół {i}", price=Price(100, "PLN")) for i in range(3)]
     )
     assert skus(gh.search.search("krzeslo")) == ["CH-1"]  # unaccent folding, case folding
     assert skus(gh.search.search("jadalni")) == ["CH-1"]
     assert sorted(skus(gh.search.search("stol"))) == ["T-0", "T-1", "T-2"]
 
-    gh.catalog.patch_product(chair.id, ProductPatch(name="Fotel", status="active"), actor="admin")
+    gh.catalog_handlers.patch_product(chair.id, ProductPatch(name="Fotel", status="active"), actor="admin")
     assert skus(gh.search.search("krzeslo")) == []
     [hit] = gh.search.search("fotel")
     assert (hit.product_id, hit.status) == (chair.id, "active")
     assert skus(gh.search.search("fotel", status="draft")) == []
 
     ids = [p.id for p in gh.catalog.list_products(limit=10) if p.sku.startswith("T-")]
-    op, _ = gh.bulk.create(
-        Selection(product_ids=tuple(ids)),
-        ProductPatch(name="Biurko"),
-        {"productIds": [str(i) for i in ids], "patch": {"name": "Biurko"}},
-        requester=None,
-        actor="admin",
-        sync_threshold=50,
-    )
+    op = create_bulk(gh, ids, ProductPatch(name="Biurko"), {"name": "Biurko"})
     assert op.status == "completed"
     assert skus(gh.search.search("stol")) == [] and len(gh.search.search("biurko")) == 3
 
 
 def bulk(gh, ids, patch: ProductPatch, patch_json: dict):
-    op, _ = gh.bulk.create(
-        Selection(product_ids=tuple(ids)),
-        patch,
-        {"productIds": [str(i) for i in ids], "patch": patch_json},
-        requester=None,
-        actor="admin",
-        sync_threshold=50,
-    )
+    op = create_bulk(gh, ids, patch, patch_json)
     assert (op.status, op.succeeded) == ("completed", len(ids))
 
 
 def test_bulk_patches_refresh_documents_only_when_a_document_input_changes(gh, sql):
-    gh.catalog.create_attribute("colour", "Kolor", True)
-    gh.catalog.create_attribute("supplier", "Dostawca", False)
+    gh.catalog_handlers.create_attribute("colour", "Kolor", True)
+    gh.catalog_handlers.create_attribute("supplier", "Dostawca", False)
     ids = [product(gh, f"B-{i}", f"Regał {i}", status="draft").id for i in range(3)]
 
     def documents() -> dict:
@@ -89,11 +115,11 @@ def test_bulk_patches_refresh_documents_only_when_a_document_input_changes(gh, s
 
 
 def test_a_status_patch_during_a_reindex_reaches_the_swapped_index(gh, sql):
-    gh.catalog.create_attribute("colour", "Kolor", False)
+    gh.catalog_handlers.create_attribute("colour", "Kolor", False)
     ids = [product(gh, f"S-{i}", f"Szafa {i}", status="draft").id for i in range(6)]
-    _, reindex = gh.catalog.update_attribute("colour", searchable=True, actor="admin")
+    _, reindex = gh.catalog_handlers.patch_attribute("colour", searchable=True, actor="admin")
     op_id = reindex.operation.id
-    assert gh.bulk.run_batch(op_id, 2, actor="admin").operation.status == "running"  # 2 rows in the shadow
+    assert run_batch(gh, op_id, 2, actor="admin").operation.status == "running"  # 2 rows in the shadow
 
     bulk(gh, ids, ProductPatch(status="active"), {"status": "active"})
     reindex_to_end(gh, op_id)
@@ -119,8 +145,8 @@ def test_ranking_weights_and_prefix_on_the_last_word(gh):
 
 
 def test_only_searchable_attribute_values_are_found(gh):
-    gh.catalog.create_attribute("color", "Kolor", True)
-    gh.catalog.create_attribute("supplier", "Dostawca", False)
+    gh.catalog_handlers.create_attribute("color", "Kolor", True)
+    gh.catalog_handlers.create_attribute("supplier", "Dostawca", False)
     product(gh, "C-1", "Krzesło", attributes={"color": "czerwony", "supplier": "Meblex"})
     assert skus(gh.search.search("czerwony")) == ["C-1"]
     assert skus(gh.search.search("meblex")) == []
@@ -146,27 +172,28 @@ def test_query_quoting_leaves_no_operator_through():
 
 
 def test_a_flip_reindexes_into_the_shadow_and_swaps_at_the_end(gh, sql):
-    gh.catalog.create_attribute("material", "Materiał", False)
+    gh.catalog_handlers.create_attribute("material", "Materiał", False)
     for i in range(5):
         product(gh, f"M-{i}", f"Stół {i}", attributes={"material": "dąb"})
 
-    attribute, reindex = gh.catalog.update_attribute("material", searchable=True, actor="admin")
+    attribute, reindex = gh.catalog_handlers.patch_attribute("material", searchable=True, actor="admin")
     assert attribute.searchable and not reindex.already_running
     op = reindex.operation
     assert (op.type, op.status, op.total) == ("search_reindex", "pending", 5)
     [(state,)] = sql("SELECT state FROM jobs WHERE id = :id", id=op.id)
-    assert state == "waiting" and reindex.delivery.job_id == op.id
+    # … its job's message sent after the flip's commit
+    assert state == "waiting" and gh.dispatcher.queued_job_ids({CATALOG_BULK_OPERATION.queue}) == {str(op.id)}
 
     # A label change is no flip: no re-index
-    assert gh.catalog.update_attribute("material", label="Tworzywo", actor="admin")[1] is None
+    assert gh.catalog_handlers.patch_attribute("material", label="Tworzywo", actor="admin")[1] is None
 
-    first = gh.bulk.run_batch(op.id, 2, actor="admin").operation
+    first = run_batch(gh, op.id, 2, actor="admin").operation
     assert (first.status, first.processed) == ("running", 2)
     assert skus(gh.search.search("dab")) == []  # the live index is the old one while the shadow builds
 
     # An edit while the shadow builds: written into both, so the swap keeps it
     edited = gh.catalog.list_products(limit=10)[0]
-    gh.catalog.patch_product(edited.id, ProductPatch(name="Ława"), actor="admin")
+    gh.catalog_handlers.patch_product(edited.id, ProductPatch(name="Ława"), actor="admin")
     late = product(gh, "M-late", "Regał", attributes={"material": "dąb"})  # after the listing
 
     steps = reindex_to_end(gh, op.id)
@@ -176,26 +203,27 @@ def test_a_flip_reindexes_into_the_shadow_and_swaps_at_the_end(gh, sql):
     assert sorted(skus(gh.search.search("dab"))) == sorted([f"M-{i}" for i in range(5)] + ["M-late"])
     assert skus(gh.search.search("lawa")) == [edited.sku]
     assert skus(gh.search.search("regal")) == [late.sku]
-    assert gh.bulk.run_batch(op.id, 2, actor="admin") is None  # a duplicate run is a no-op
+    assert run_batch(gh, op.id, 2, actor="admin") is None  # a duplicate run is a no-op
 
 
 def test_one_live_reindex_at_a_time(gh):
     product(gh, "R-1", "Stół")
-    first = gh.bulk.start_reindex(requester=None)
-    again = gh.bulk.start_reindex(requester=None)
+    first, first_sent = start_reindex(gh, requester=None)
+    again, again_sent = start_reindex(gh, requester=None)
     assert not first.already_running and again.already_running
-    assert again.operation.id == first.operation.id and again.delivery is None
+    assert [m.job_id for m in first_sent] == [first.operation.id]
+    assert again.operation.id == first.operation.id and again_sent == ()
     reindex_to_end(gh, first.operation.id)
     assert gh.bulk.get(first.operation.id).status == "completed"
-    third = gh.bulk.start_reindex(requester=None)
+    third, _ = start_reindex(gh, requester=None)
     assert not third.already_running and third.operation.id != first.operation.id
 
 
 def test_a_reindex_of_an_empty_catalog_completes_and_notifies_its_requester(gh, sql):
     ala = gh.users.create("ala@example.com", "Ala")
-    reindex = gh.bulk.start_reindex(requester=ala.id)
-    [batch] = [gh.bulk.run_batch(reindex.operation.id, 10, actor=str(ala.id))]
+    reindex, _ = start_reindex(gh, requester=ala.id)
+    [batch] = [run_batch(gh, reindex.operation.id, 10, actor=str(ala.id))]
     assert batch.operation.status == "completed" and batch.operation.total == 0
-    assert len(batch.deliveries) == 1  # its e-mail
+    assert [m.actor for m in batch.sent] == ["notifications.email"]  # its e-mail
     [(kind,)] = sql("SELECT kind FROM notifications WHERE user_id = :u", u=ala.id)
     assert kind == "catalog.search_reindex.completed"

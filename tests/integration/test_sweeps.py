@@ -1,7 +1,7 @@
 """Sweeps of carts, price lists and RFQs: whole batches, racing sweeps, their times, modules off; their API.
 
 Real PostgreSQL and Redis; the sweeps run in this process as their jobs run them
-on a worker (``gh.sweeps.run``), the API is the Falcon app in-process.
+on a worker (``gh.sweep_handlers.run``), the API is the Falcon app in-process.
 """
 
 from __future__ import annotations
@@ -31,16 +31,20 @@ def events(gh):
     """Every event raised on the bus, as (type, data), in the order of their transactions' commits."""
     raised: list[tuple[str, dict]] = []
 
-    def subscriber(sql, events):
+    def subscriber(tx, events):
         raised.extend((event.type, event.data) for event in events)
-        return []
 
-    gh.events.subscribe(subscriber)
+    subscribe(gh, subscriber)
     return raised
 
 
+def subscribe(gh, subscriber) -> None:
+    """Add a subscriber to the composition's event bus (the one its units of work publish on)."""
+    gh.uow._bus.subscribe(subscriber)
+
+
 def batch_size(gh, size: int) -> None:
-    gh.sweeps.settings = gh.settings.model_copy(update={"sweep_batch_size": size})
+    gh.sweep_handlers.batch_size = size
 
 
 def stale_carts(sql, n: int, *, age: str = "2 days") -> list[uuid.UUID]:
@@ -73,6 +77,11 @@ def flipped_twice(sql, entity: str, action: str) -> list:
     )
 
 
+def ticks(gh) -> dict:
+    """What a scheduler's tick is given (gatehouse_worker.wiring)."""
+    return dict(submit=gh.job_handlers.submit, modules=gh.modules, accounts=gh.accounts, redis=gh.redis)
+
+
 def db_now(sql):
     return sql("SELECT now() AS now")[0].now
 
@@ -88,7 +97,7 @@ def test_cart_batches_commit_whole_with_their_audit_rows_and_events(gh, sql, eve
     }
     batch_size(gh, 50)
 
-    run = gh.sweeps.run("cart-abandonment")
+    run = gh.sweep_handlers.run("cart-abandonment")
 
     assert run.result() == {"abandoned": 120, "batches": 3}
     now = statuses(sql, "carts")
@@ -109,7 +118,7 @@ def test_cart_batches_commit_whole_with_their_audit_rows_and_events(gh, sql, eve
     assert sorted(i for _, d in events for i in d["cartIds"]) == sorted(str(i) for i in stale)
 
     # A second sweep finds nothing due
-    assert gh.sweeps.run("cart-abandonment").result() == {"abandoned": 0, "batches": 0}
+    assert gh.sweep_handlers.run("cart-abandonment").result() == {"abandoned": 0, "batches": 0}
     assert len(audit(sql, "cart")) == 120
 
 
@@ -120,15 +129,14 @@ def test_an_interrupted_cart_sweep_leaves_whole_batches_and_the_next_run_continu
     # The second batch fails inside its transaction (after its flips and audit rows were written)
     calls = []
 
-    def failing(sql_, events):
+    def failing(tx, events):
         calls.append(events)
         if len(calls) == 2:
             raise RuntimeError("the process died here")
-        return []
 
-    gh.events.subscribe(failing)
+    subscribe(gh, failing)
     with pytest.raises(RuntimeError):
-        gh.sweeps.run("cart-abandonment")
+        gh.sweep_handlers.run("cart-abandonment")
 
     # Then only the first batch is there, whole: its flips, its audit rows and its event
     assert list(statuses(sql, "carts").values()).count("abandoned") == 50
@@ -136,7 +144,7 @@ def test_an_interrupted_cart_sweep_leaves_whole_batches_and_the_next_run_continu
     assert [len(d["cartIds"]) for _, d in events] == [50, 50]  # seen by the bus; the second rolled back
 
     # And the next run continues with what is still due: every cart abandoned once
-    assert gh.sweeps.run("cart-abandonment").result() == {"abandoned": 70, "batches": 2}
+    assert gh.sweep_handlers.run("cart-abandonment").result() == {"abandoned": 70, "batches": 2}
     assert set(statuses(sql, "carts").values()) == {"abandoned"} and len(stale) == 120
     assert len(audit(sql, "cart")) == 120
     assert flipped_twice(sql, "cart", "cart.abandon") == []
@@ -151,7 +159,7 @@ def race(gh, name: str, n: int = 2) -> list[dict]:
     def sweep() -> None:
         start.wait()
         try:
-            results.append(gh.sweeps.run(name).result())
+            results.append(gh.sweep_handlers.run(name).result())
         except BaseException as exc:  # reported below
             errors.append(exc)
 
@@ -179,12 +187,12 @@ def test_two_cart_sweeps_at_once_flip_each_cart_once(gh, sql, events):
 
 def test_touching_a_cart_keeps_it_open_and_an_abandoned_cart_comes_back(gh, sql):
     [old] = stale_carts(sql, 1)
-    gh.sweeps.set_cart_items(old, [{"sku": "SKU-2", "quantity": 3}], actor="admin")
-    assert gh.sweeps.run("cart-abandonment").result()["abandoned"] == 0  # touched just now
+    gh.sweep_handlers.set_cart_items(old, [{"sku": "SKU-2", "quantity": 3}], actor="admin")
+    assert gh.sweep_handlers.run("cart-abandonment").result()["abandoned"] == 0  # touched just now
 
     sql("UPDATE carts SET updated_at = now() - interval '2 days' WHERE id = :i", i=old)
-    assert gh.sweeps.run("cart-abandonment").result()["abandoned"] == 1
-    back = gh.sweeps.set_cart_items(old, [], actor="admin")
+    assert gh.sweep_handlers.run("cart-abandonment").result()["abandoned"] == 1
+    back = gh.sweep_handlers.set_cart_items(old, [], actor="admin")
     assert back.status == "open" and back.items == []
     assert [(r.action, r.after) for r in audit(sql, "cart")][-1] == (
         "cart.update",
@@ -198,9 +206,9 @@ def test_touching_a_cart_keeps_it_open_and_an_abandoned_cart_comes_back(gh, sql)
 def test_price_lists_move_at_their_times_each_once(gh, sql, events):
     now = db_now(sql)
     soon, later = now + timedelta(seconds=1.5), now + timedelta(seconds=3)
-    starts_soon = gh.sweeps.create_price_list("starts soon, ends later", soon, later).id
-    starts_soon_long = gh.sweeps.create_price_list("starts soon", soon, now + timedelta(days=30)).id
-    far = gh.sweeps.create_price_list("far", now + timedelta(days=1), now + timedelta(days=2)).id
+    starts_soon = gh.sweep_handlers.create_price_list("starts soon, ends later", soon, later).id
+    starts_soon_long = gh.sweep_handlers.create_price_list("starts soon", soon, now + timedelta(days=30)).id
+    far = gh.sweep_handlers.create_price_list("far", now + timedelta(days=1), now + timedelta(days=2)).id
     # Rows the sweeps missed (made by SQL): one scheduled already past its end, one active past its end
     missed = sql(
         "INSERT INTO price_lists (id, name, status, valid_from, valid_to) VALUES "
@@ -212,7 +220,7 @@ def test_price_lists_move_at_their_times_each_once(gh, sql, events):
     assert {gh.sweeps.get_price_list(i).status for i in (starts_soon, starts_soon_long, far)} == {"scheduled"}
 
     # Before validFrom: only the missed ones move, both straight to expired
-    assert gh.sweeps.run("price-list-status").result() == {"activated": 0, "expired": 2, "batches": 1}
+    assert gh.sweep_handlers.run("price-list-status").result() == {"activated": 0, "expired": 2, "batches": 1}
     assert statuses(sql, "price_lists")[missed_ids["missed"]] == "expired"
     assert statuses(sql, "price_lists")[starts_soon] == "scheduled"
 
@@ -227,7 +235,7 @@ def test_price_lists_move_at_their_times_each_once(gh, sql, events):
     assert sum(r["expired"] for r in race(gh, "price-list-status")) == 1
     final = statuses(sql, "price_lists")
     assert (final[starts_soon], final[starts_soon_long], final[far]) == ("expired", "active", "scheduled")
-    assert gh.sweeps.run("price-list-status").result() == {"activated": 0, "expired": 0, "batches": 0}
+    assert gh.sweep_handlers.run("price-list-status").result() == {"activated": 0, "expired": 0, "batches": 0}
 
     moves = [(r.entity_id, r.action, r.before["status"], r.after["status"]) for r in audit(sql, "price_list")]
     assert sorted(moves) == sorted(
@@ -276,13 +284,14 @@ def test_many_due_price_lists_and_rfqs_flip_once_under_two_racing_sweeps(gh, sql
 def test_rfqs_expire_at_their_time_each_once(gh, sql, events):
     now = db_now(sql)
     soon = now + timedelta(seconds=1)
-    open_rfq = gh.sweeps.create_rfq("customer-1", soon).id
-    quoted = gh.sweeps.create_rfq("customer-2", soon).id
+    open_rfq = gh.sweep_handlers.create_rfq("customer-1", soon).id
+    quoted = gh.sweep_handlers.create_rfq("customer-2", soon).id
     sql("UPDATE rfqs SET status = 'quoted' WHERE id = :i", i=quoted)
-    far = gh.sweeps.create_rfq("customer-3", now + timedelta(days=7)).id
-    assert gh.sweeps.create_rfq("customer-4", now - timedelta(seconds=1)).status == "expired"  # born late
+    far = gh.sweep_handlers.create_rfq("customer-3", now + timedelta(days=7)).id
+    born_late = gh.sweep_handlers.create_rfq("customer-4", now - timedelta(seconds=1))
+    assert born_late.status == "expired"
 
-    assert gh.sweeps.run("rfq-expiry").result() == {"expired": 0, "batches": 0}
+    assert gh.sweep_handlers.run("rfq-expiry").result() == {"expired": 0, "batches": 0}
     time.sleep(max(0.0, (soon - db_now(sql)).total_seconds()) + 0.05)
     assert sum(r["expired"] for r in race(gh, "rfq-expiry")) == 2
 
@@ -321,7 +330,7 @@ def test_with_its_module_off_a_sweep_changes_nothing(gh, sql, events, sweep, mod
     gh.modules.set(module, by="test", **how)
 
     with pytest.raises(ModuleDisabled) as raised:
-        gh.sweeps.run(sweep)
+        gh.sweep_handlers.run(sweep)
 
     assert raised.value.code == "MODULE_DISABLED" and raised.value.module == module
     assert {t: statuses(sql, t) for t in ("carts", "price_lists", "rfqs")} == before
@@ -332,7 +341,7 @@ def test_a_module_switched_off_mid_run_stops_the_sweep_between_batches(gh, sql):
     stale_carts(sql, 120)
     batch_size(gh, 50)
 
-    run = gh.sweeps.run(
+    run = gh.sweep_handlers.run(
         "cart-abandonment", between_batches=lambda: gh.modules.set("carts", enabled=False, by="t")
     )
 
@@ -364,7 +373,10 @@ def test_one_live_sweep_job_of_a_type_however_many_ask_at_once(gh, sql):
     sql("UPDATE jobs SET state = 'completed' WHERE id = :i", i=got[0][0].id)
     assert gh.job_handlers.submit(jt.CART_ABANDONMENT_SWEEP, account_id=None)[1] is True
     # Jobs of no account that are not system jobs (user tier) are not limited by it
-    assert gh.job_handlers.submit(PROBE, account_id=None)[1] and gh.job_handlers.submit(PROBE, account_id=None)[1]
+    assert (
+        gh.job_handlers.submit(PROBE, account_id=None)[1]
+        and gh.job_handlers.submit(PROBE, account_id=None)[1]
+    )
 
 
 def test_a_single_job_tick_makes_one_job_and_none_while_its_module_is_off(gh, sql):
@@ -374,13 +386,13 @@ def test_a_single_job_tick_makes_one_job_and_none_while_its_module_is_off(gh, sq
     assert (tick.per_account, tick.cron, tick.job_type) == (False, "*/5 * * * *", jt.PRICE_LIST_STATUS_SWEEP)
     assert (by_name["rfq-expiry"].cron, by_name["cart-abandonment"].cron) == ("*/5 * * * *", "0 * * * *")
 
-    assert fan_out(gh, tick) == (1, 0)
-    assert fan_out(gh, tick) == (0, 1)  # one live at a time
+    assert fan_out(tick, **ticks(gh)) == (1, 0)
+    assert fan_out(tick, **ticks(gh)) == (0, 1)  # one live at a time
     [job] = sql("SELECT type, queue, tier, account_id FROM jobs")
     assert tuple(job) == ("price_lists.status-sweep", "price_lists.sweep", "scheduled", None)
 
     gh.modules.set("carts", enabled=False, by="test")
-    assert fan_out(gh, by_name["cart-abandonment"]) == (0, 0)
+    assert fan_out(by_name["cart-abandonment"], **ticks(gh)) == (0, 0)
     assert sql("SELECT count(*) FROM jobs WHERE type = 'carts.abandonment-sweep'")[0][0] == 0
 
 

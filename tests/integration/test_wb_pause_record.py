@@ -16,8 +16,8 @@ from gatehouse.errors import JobPaused
 from gatehouse.job_types import IMPORT_USER_FEEDS
 from gatehouse.wb import pauses
 from gatehouse.wb.errors import WbRateLimited
-from gatehouse_worker.pipeline import JobRuntime
-from gatehouse_worker.runtime import JobContext
+from gatehouse_worker.runtime import JobContext, WbAccess
+from gatehouse_worker.wiring import job_runtime
 
 
 def test_a_pause_is_kept_newest_first_capped_and_expiring(gh):
@@ -41,7 +41,11 @@ def claimed(gh):
     account = gh.accounts.create("Shop", "token").id
     job, _ = gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=account, payload={})
     claim = gh.jobs.claim(job.id, 1, 60_000, start=True)
-    return account, JobContext(gatehouse=gh, claim=claim)
+    s = gh.settings
+    access = WbAccess(s, gh.accounts, gh.buckets, gh.wb_limits, max_sleep_ms=s.wb_bucket_max_sleep_ms)
+    return account, JobContext(
+        claim=claim, jobs=gh.jobs, wb_access=access, poll_delay_ms=s.gate_poll_delay_ms
+    )
 
 
 def limited(ctx):
@@ -52,7 +56,7 @@ def test_the_worker_notes_a_429_pause_for_the_account(gh):
     account, ctx = claimed(gh)
     before = int(time.time() * 1000)
 
-    outcome = JobRuntime(gh)._body(limited, ctx, started=True)
+    outcome = job_runtime(gh)._body(limited, ctx, started=True)
 
     assert isinstance(outcome, rd.Paused) and outcome.phase == P.RATE_LIMITED
     [pause] = pauses.recent(gh.redis, str(account))
@@ -70,14 +74,14 @@ def test_other_pauses_are_not_429s_and_are_not_noted(gh):
             "bucket", resume_at_ms=int(time.time() * 1000) + 500, phase=P.RATE_LIMITED, reason="bucket"
         )
 
-    assert isinstance(JobRuntime(gh)._body(bucket_empty, ctx, started=True), rd.Paused)
+    assert isinstance(job_runtime(gh)._body(bucket_empty, ctx, started=True), rd.Paused)
     assert pauses.recent(gh.redis, str(account)) == []
 
 
 def test_a_redis_that_fails_to_note_the_pause_does_not_fail_the_job(gh, caplog):
     account, ctx = claimed(gh)
     dead = Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2, socket_timeout=0.2)
-    runtime = JobRuntime(dataclasses.replace(gh, redis=dead))
+    runtime = job_runtime(dataclasses.replace(gh, redis=dead))
 
     outcome = runtime._body(limited, ctx, started=True)
 

@@ -1,7 +1,9 @@
 """The webhooks' SQL against real PostgreSQL, in this process: the outbox, domain events, replays, secrets.
 
-No worker runs and nothing is ever sent: the endpoints point at loopback (allowlisted
-here), and every run of a delivery job is played by calling ``begin_run`` / ``end_run``.
+No worker runs and nothing is ever sent to an endpoint: the endpoints point at loopback
+(allowlisted here), and every run of a delivery job is played by calling ``begin_run`` /
+``end_run``. The job messages a unit of work sends after its commit are read back from
+the broker's queue (``queued``): nobody consumes them here.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from dramatiq import Message
+from dramatiq.common import dq_name, q_name
 from sqlalchemy import text
 from sqlmodel import Session
 
@@ -23,12 +28,13 @@ from gatehouse.catalog import NewProduct, Price, ProductPatch
 from gatehouse.catalog.bulk import Selection
 from gatehouse.composition import Components, bootstrap
 from gatehouse.errors import Conflict, NotFound
-from gatehouse.events import Event, on_connection, on_cursor
-from gatehouse.job_types import IMPORT_USER_FEEDS, WEBHOOK_DELIVER, outcome_event
+from gatehouse.events import Event, EventBus
+from gatehouse.job_types import IMPORT_USER_FEEDS, WEBHOOK_DELIVER, WEBHOOK_QUEUE
 from gatehouse.models import Account
+from gatehouse.uow import UnitOfWork
 from gatehouse.webhooks import signing
 from gatehouse.webhooks.store import Answer, Attempt, Run
-from gatehouse_worker.pipeline import FINISHED
+from gatehouse_worker.wiring import job_runtime
 from tests.support.processes import wait_until
 
 LOOPBACK = ["127.0.0.0/8", "::1"]
@@ -56,13 +62,78 @@ def db(wh):
     return run
 
 
-def endpoint(wh: Components, **kw) -> uuid.UUID:
-    return wh.webhooks.create_endpoint(URL, **kw).endpoint.id
+def endpoint(wh: Components, event_types=None, description: str = "") -> uuid.UUID:
+    return wh.webhook_handlers.create_endpoint(
+        URL, event_types=event_types, description=description
+    ).endpoint.id
 
 
-def publish(wh: Components, *events: Event):
-    with wh.engine.begin() as conn:
-        return wh.events.publish(on_connection(conn), *events)
+@dataclass(frozen=True)
+class Sent:
+    """A job message on the broker's queue (what a unit of work sent after its commit)."""
+
+    job_id: uuid.UUID
+    queue: str
+    actor: str
+    number: int
+    eta_ms: int | None  # None: due at once (on the queue itself, not on its delay queue)
+
+
+def queued(wh: Components) -> dict[str, Sent]:
+    """Every message on the webhooks' queue and its delay queue, by its id in Redis."""
+    found = {}
+    for name in (WEBHOOK_QUEUE, dq_name(WEBHOOK_QUEUE)):
+        for key, data in wh.redis.hscan_iter(f"{wh.broker.namespace}:{name}.msgs", count=1000):
+            m = Message.decode(data)
+            job_id, number = m.args
+            found[key] = Sent(
+                uuid.UUID(job_id), q_name(m.queue_name), m.actor_name, number, m.options.get("eta")
+            )
+    return found
+
+
+class Sending:
+    """What was sent after the commit of the units of work inside the block: ``.sent``."""
+
+    def __init__(self, wh: Components) -> None:
+        self.wh = wh
+        self.sent: list[Sent] = []
+
+    def __enter__(self) -> Sending:
+        self.before = queued(self.wh)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.sent = [m for key, m in queued(self.wh).items() if key not in self.before]
+
+
+def publish(wh: Components, *events: Event) -> list[Sent]:
+    """The events raised in one unit of work; returns the job messages sent after its commit."""
+    with Sending(wh) as sending, wh.uow.begin() as tx:
+        tx.publish(*events)
+    return sending.sent
+
+
+def send_test(wh: Components, endpoint_id: uuid.UUID) -> tuple[uuid.UUID, list[Sent]]:
+    with Sending(wh) as sending:
+        delivery_id = wh.webhook_handlers.send_test(endpoint_id)
+    return delivery_id, sending.sent
+
+
+def replay(wh: Components, delivery_id: uuid.UUID) -> list[Sent]:
+    with Sending(wh) as sending:
+        wh.webhook_handlers.replay(delivery_id)
+    return sending.sent
+
+
+def begin_run(wh: Components, job_id: uuid.UUID) -> Run | str:
+    with wh.uow.begin() as tx:
+        return wh.webhooks.begin_run(tx, job_id)
+
+
+def end_run(wh: Components, run: Run, answered, **kwargs) -> int:
+    with wh.uow.begin() as tx:
+        return wh.webhooks.end_run(tx, run, answered, **kwargs)
 
 
 def deliveries(db, **where) -> list:
@@ -88,7 +159,7 @@ def events_of(db, event_type: str) -> list[dict]:
 
 def begin(wh: Components, delivery_id: uuid.UUID) -> Run:
     """A run of the job of the delivery's current series (a send_test's: that delivery alone)."""
-    run = wh.webhooks.begin_run(wh.webhooks.get_delivery(delivery_id)[0].job_id)
+    run = begin_run(wh, wh.webhooks.get_delivery(delivery_id)[0].job_id)
     assert isinstance(run, Run), run
     assert [a.delivery_id for a in run.attempts] == [delivery_id]
     return run
@@ -98,7 +169,7 @@ def play(wh: Components, delivery_id: uuid.UUID, status: str, code: int = 500) -
     """One attempt of the delivery's current series, ending in ``status`` (what the job body does)."""
     run = begin(wh, delivery_id)
     [attempt] = run.attempts
-    wh.webhooks.end_run(run, [(attempt, Answer(code, 12), status)])
+    end_run(wh, run, [(attempt, Answer(code, 12), status)])
     return attempt
 
 
@@ -111,18 +182,40 @@ def assert_shape(payload: dict, event_type: str) -> dict:
 
 
 def products(wh: Components, n: int) -> list[uuid.UUID]:
-    wh.catalog.create_products(
+    wh.catalog_handlers.create_products(
         [NewProduct(sku=f"WH-{i:04d}", name=f"p{i}", price=Price(100, "PLN")) for i in range(n)]
     )
     return [p.id for p in wh.catalog.list_products(limit=10_000)]
 
 
-def bulk(wh: Components, ids, threshold: int = 50):
+def bulk(wh: Components, ids):
+    """A bulk operation (run at once up to BULK_SYNC_THRESHOLD, 50, products); returns it and what was sent."""
+    assert wh.catalog_handlers.sync_threshold == 50
     request = {"productIds": [str(i) for i in ids], "patch": {"status": "active"}}
-    return wh.bulk.create(
-        Selection(product_ids=tuple(ids)), ProductPatch(status="active"), request,
-        requester=None, actor="admin", sync_threshold=threshold,
-    )  # fmt: skip
+    with Sending(wh) as sending:
+        op = wh.catalog_handlers.create_bulk_operation(
+            Selection(product_ids=tuple(ids)), ProductPatch(status="active"), request,
+            requester=None, actor="admin",
+        )  # fmt: skip
+    return op, sending.sent
+
+
+def run_batch(wh: Components, op_id: uuid.UUID, size: int):
+    """One batch of the operation in its own unit of work (what the job body does): the batch and what was sent."""
+    with Sending(wh) as sending, wh.uow.begin() as tx:
+        batch = wh.bulk.run_batch(tx, op_id, size, actor="admin")
+    return batch, sending.sent
+
+
+def run_batches(wh: Components, op_id: uuid.UUID, size: int) -> list[list[Sent]]:
+    """Its batches until there is nothing left to do: what each one sent."""
+    sent = []
+    while True:
+        batch, sending = run_batch(wh, op_id, size)
+        if batch is None:
+            assert sending == []
+            return sent
+        sent.append(sending)
 
 
 # -- the outbox ----------------------------------------------------------------------------
@@ -133,7 +226,7 @@ def test_an_event_is_one_delivery_and_one_job_per_enabled_subscribed_endpoint(wh
     products_only = endpoint(wh, event_types=["catalog.product.updated"])
     endpoint(wh, event_types=["wb.job.failed", "catalog.bulk_operation.completed"])  # another type
     off = endpoint(wh)
-    wh.webhooks.update_endpoint(off, enabled=False)
+    wh.webhook_handlers.update_endpoint(off, enabled=False)
     event = Event("catalog.product.updated", {"productIds": ["p-1"], "actor": "admin"})
 
     sent = publish(wh, event)
@@ -152,8 +245,8 @@ def test_an_event_is_one_delivery_and_one_job_per_enabled_subscribed_endpoint(wh
             "webhook.deliver", WEBHOOK_DELIVER.queue, "user", "waiting", 8, None,
         )  # fmt: skip
         assert job.payload == {"endpointId": str(d.endpoint_id), "deliveries": 1}
-    # … and what the caller sends after commit is exactly those job rows
-    assert sorted((s.job_id, s.queue, s.actor, s.delivery) for s in sent) == sorted(
+    # … and what the unit of work sends after commit is exactly those job rows
+    assert sorted((s.job_id, s.queue, s.actor, s.number) for s in sent) == sorted(
         (j.id, j.queue, j.type, j.delivery) for j in jobs.values()
     )
     assert all(s.eta_ms is None for s in sent)  # the first delay of the schedule is 0: at once
@@ -167,7 +260,7 @@ def test_no_endpoint_or_no_subscriber_means_no_row(wh, db):
 
 
 def test_the_events_of_one_transaction_make_one_job_per_endpoint_batch_of_webhook_batch_size(wh, db):
-    wh.webhooks.settings = wh.settings.model_copy(update={"webhook_batch_size": 3})
+    wh.webhooks.batch_size = 3  # WEBHOOK_BATCH_SIZE
     every = endpoint(wh)
     products_only = endpoint(wh, event_types=["catalog.product.updated"])
     events = [Event("catalog.product.updated", {"n": i}) for i in range(7)] + [
@@ -196,13 +289,14 @@ def test_a_run_attempts_each_undelivered_delivery_of_its_job_and_the_next_run_th
     events = [Event("webhook.test", {"n": i}) for i in range(4)]
     [job] = publish(wh, *events)
 
-    run = wh.webhooks.begin_run(job.job_id)
+    run = begin_run(wh, job.job_id)
 
     assert {a.message_id for a in run.attempts} == {e.id for e in events}
     assert {a.number for a in run.attempts} == {1} and run.url == URL
     assert {(d.status, d.attempts) for d in deliveries(db)} == {("delivering", 1)}
     ok, bad, unsent_a, unsent_b = run.attempts
-    wh.webhooks.end_run(
+    end_run(
+        wh,
         run,
         [(ok, Answer(204, 3), "delivered"), (bad, Answer(500, 4, excerpt="down"), "failed")],
         unsent=[unsent_a, unsent_b],  # the run stopped before sending these: back as they were
@@ -217,19 +311,19 @@ def test_a_run_attempts_each_undelivered_delivery_of_its_job_and_the_next_run_th
         [(ok.delivery_id, 1, 204, None), (bad.delivery_id, 1, 500, "down")]
     )
 
-    second = wh.webhooks.begin_run(job.job_id)  # the job's retry: only the undelivered ones
+    second = begin_run(wh, job.job_id)  # the job's retry: only the undelivered ones
     assert {(a.delivery_id, a.number, a.was) for a in second.attempts} == {
         (bad.delivery_id, 2, "failed"), (unsent_a.delivery_id, 1, "pending"), (unsent_b.delivery_id, 1, "pending"),
     }  # fmt: skip
-    third = wh.webhooks.begin_run(job.job_id)  # a run that took over from one that lost its lease
+    third = begin_run(wh, job.job_id)  # a run that took over from one that lost its lease
     late = [(a, Answer(204, 5), "delivered") for a in second.attempts]
-    wh.webhooks.end_run(second, late)  # the lost run's answers: recorded, but they move nothing
+    end_run(wh, second, late)  # the lost run's answers: recorded, but they move nothing
     assert {d.id: d.status for d in deliveries(db) if d.id != ok.delivery_id} == dict.fromkeys(
         (bad.delivery_id, unsent_a.delivery_id, unsent_b.delivery_id), "delivering"
     )
-    wh.webhooks.end_run(third, [(a, Answer(204, 5), "delivered") for a in third.attempts])
+    end_run(wh, third, [(a, Answer(204, 5), "delivered") for a in third.attempts])
     assert {d.status for d in deliveries(db)} == {"delivered"}
-    assert wh.webhooks.begin_run(job.job_id) == "already-delivered"
+    assert begin_run(wh, job.job_id) == "already-delivered"
     [(n,)] = db("SELECT count(*) FROM webhook_attempts WHERE status_code = 204")
     assert n == 1 + 3 + 3
 
@@ -238,31 +332,32 @@ def test_an_event_whose_transaction_rolls_back_leaves_no_delivery_and_no_job(wh,
     endpoint(wh)
     endpoint(wh)
 
-    with pytest.raises(RuntimeError, match="the change failed"), wh.engine.begin() as conn:
-        sent = wh.events.publish(on_connection(conn), Event("catalog.product.updated", {"productIds": []}))
-        assert len(sent) == 2  # written in the transaction …
-        assert conn.execute(text("SELECT count(*) FROM webhook_deliveries")).scalar() == 2
+    with pytest.raises(RuntimeError, match="the change failed"), wh.uow.begin() as tx:
+        tx.publish(Event("catalog.product.updated", {"productIds": []}))
+        assert len(tx.messages) == 2  # written in the transaction, to be sent after its commit …
+        assert tx.conn.execute(text("SELECT count(*) FROM webhook_deliveries")).scalar() == 2
         raise RuntimeError("the change failed")
 
     assert deliveries(db) == [] and deliver_jobs(db) == {}  # … and gone with it
+    assert queued(wh) == {}  # nothing sent
 
 
 def test_a_test_event_goes_to_that_endpoint_only_whatever_it_subscribes_to(wh, db):
     mine = endpoint(wh, event_types=["wb.job.failed"])
     endpoint(wh)
 
-    delivery_id, sent = wh.webhooks.send_test(mine)
+    delivery_id, sent = send_test(wh, mine)
 
     [d] = deliveries(db)
     assert (d.id, d.endpoint_id, d.event_type, d.status) == (delivery_id, mine, "webhook.test", "pending")
     assert assert_shape(d.payload, "webhook.test")["endpointId"] == str(mine)
     assert [s.job_id for s in sent] == [d.job_id]
-    wh.webhooks.update_endpoint(mine, enabled=False)
+    wh.webhook_handlers.update_endpoint(mine, enabled=False)
     with pytest.raises(Conflict) as refused:
-        wh.webhooks.send_test(mine)
+        wh.webhook_handlers.send_test(mine)
     assert refused.value.code == "ENDPOINT_DISABLED"
     with pytest.raises(NotFound):
-        wh.webhooks.send_test(uuid.uuid4())
+        wh.webhook_handlers.send_test(uuid.uuid4())
 
 
 # -- domain events of existing operations ----------------------------------------------------
@@ -270,10 +365,10 @@ def test_a_test_event_goes_to_that_endpoint_only_whatever_it_subscribes_to(wh, d
 
 def test_a_product_patch_raises_product_updated_with_its_id(wh, db):
     endpoint(wh)
-    p = wh.catalog.create_product(NewProduct(sku="W-1", name="Stół", price=Price(100, "PLN")))
+    p = wh.catalog_handlers.create_product(NewProduct(sku="W-1", name="Stół", price=Price(100, "PLN")))
     assert deliveries(db) == []  # creating raises nothing
 
-    wh.catalog.patch_product(p.id, ProductPatch(name="Stół dębowy"), actor="admin")
+    wh.catalog_handlers.patch_product(p.id, ProductPatch(name="Stół dębowy"), actor="admin")
 
     [payload] = events_of(db, "catalog.product.updated")
     assert assert_shape(payload, "catalog.product.updated") == {"productIds": [str(p.id)], "actor": "admin"}
@@ -299,7 +394,7 @@ def test_a_small_bulk_operation_raises_one_product_updated_and_one_completed(wh,
     )  # fmt: skip
     assert data["counters"] == {"total": 5, "processed": 5, "succeeded": 5, "failed": 0}
     assert len(deliveries(db)) == 2
-    assert sorted(s.job_id for s in sent) == sorted(deliver_jobs(db))  # the caller sends both
+    assert sorted(s.job_id for s in sent) == sorted(deliver_jobs(db))  # both sent after the commit
 
 
 def test_a_batched_bulk_operation_raises_one_product_updated_per_batch_and_one_completed(wh, db):
@@ -308,7 +403,7 @@ def test_a_batched_bulk_operation_raises_one_product_updated_per_batch_and_one_c
     op, _ = bulk(wh, ids)
     assert op.status == "pending" and deliveries(db) == []
 
-    sent = [len(b.deliveries) for b in iter(lambda: wh.bulk.run_batch(op.id, 20, actor="admin"), None)]
+    sent = [len(s) for s in run_batches(wh, op.id, 20)]
 
     assert sent == [1, 1, 2]  # one endpoint: each batch's event, and the end's with the last one
     batches = [
@@ -319,7 +414,7 @@ def test_a_batched_bulk_operation_raises_one_product_updated_per_batch_and_one_c
     assert sorted(i for b in batches for i in b) == sorted(map(str, ids))  # each product once
     [completed] = events_of(db, "catalog.bulk_operation.completed")
     assert assert_shape(completed, "catalog.bulk_operation.completed")["counters"]["succeeded"] == 51
-    assert wh.bulk.run_batch(op.id, 20, actor="admin") is None  # a duplicate run raises nothing more
+    assert run_batch(wh, op.id, 20) == (None, [])  # a duplicate run raises nothing more
     assert len(deliveries(db)) == 4
 
 
@@ -327,7 +422,9 @@ def test_a_failed_bulk_operation_raises_bulk_operation_failed(wh, db):
     endpoint(wh, event_types=["catalog.bulk_operation.failed"])
     op, _ = bulk(wh, products(wh, 51))
 
-    sent = wh.bulk.fail(op.id, {"code": "boom", "message": "it broke"})
+    with Sending(wh) as sending, wh.uow.begin() as tx:
+        wh.bulk.fail(tx, op.id, {"code": "boom", "message": "it broke"})
+    sent = sending.sent
 
     [payload] = events_of(db, "catalog.bulk_operation.failed")
     data = assert_shape(payload, "catalog.bulk_operation.failed")
@@ -335,18 +432,20 @@ def test_a_failed_bulk_operation_raises_bulk_operation_failed(wh, db):
         str(op.id), "failed", {"code": "boom", "message": "it broke"},
     )  # fmt: skip
     assert [s.job_id for s in sent] == list(deliver_jobs(db))
-    assert wh.bulk.fail(op.id, {"code": "boom"}) == []  # already failed: no second event
+    with Sending(wh) as again, wh.uow.begin() as tx:
+        wh.bulk.fail(tx, op.id, {"code": "boom"})
+    assert again.sent == [] and len(deliveries(db)) == 1  # already failed: no second event
 
 
 def test_a_search_reindex_raises_search_reindex_completed_at_its_end(wh, db):
     endpoint(wh)
     products(wh, 3)
-    reindex = wh.bulk.start_reindex(requester=None)
+    reindex = wh.catalog_handlers.start_reindex(requester=None)
     op_id = reindex.operation.id
 
-    steps = list(iter(lambda: wh.bulk.run_batch(op_id, 2, actor="admin"), None))
+    steps = run_batches(wh, op_id, 2)
 
-    assert [len(s.deliveries) for s in steps] == [0, 1]
+    assert [len(s) for s in steps] == [0, 1]
     assert [d.event_type for d in deliveries(db)] == ["catalog.search_reindex.completed"]
     [payload] = events_of(db, "catalog.search_reindex.completed")
     data = assert_shape(payload, "catalog.search_reindex.completed")
@@ -363,40 +462,37 @@ def wb_job(wh: Components):
         s.add(acc)
         s.commit()
         account_id = acc.id
-    job, _ = wh.jobs.create(
-        type=IMPORT_USER_FEEDS.name, queue=IMPORT_USER_FEEDS.queue, tier="user",
-        account_id=account_id, max_attempts=5,
-    )  # fmt: skip
+    job, _ = wh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=account_id)  # its message: no worker here
     return job
 
 
-def event_of(job, t: rd.Transition) -> Event:
-    """The outcome event the pipeline raises for this transition of an IMPORT_USER_FEEDS job."""
-    return outcome_event(IMPORT_USER_FEEDS, job, FINISHED[t.kind], result=t.result, error=t.error)
-
-
 class Outcome:
-    """The pipeline's outcome write (JobRuntime._apply): the row, and its event's outbox rows
-    on a cursor of the same transaction (``also``)."""
+    """The pipeline's outcome write (JobRuntime._finish, as JobRuntime._apply calls it): the row, and
+    its event's outbox rows in the same unit of work. The runtime's unit of work has an event bus of
+    its own here, whose one subscriber is the webhooks' outbox (``outbox``, counted in ``calls``)."""
 
-    def __init__(self, wh: Components) -> None:
+    def __init__(self, wh: Components, outbox=None) -> None:
         self.wh = wh
         self.calls = 0
-        self.sent: list = []
+        self.sent: list[Sent] = []
+        self.outbox = outbox or wh.webhooks.outbox
+        bus = EventBus(emits=wh.modules.emits)
+        bus.subscribe(self._outbox)
+        self.runtime = job_runtime(wh)
+        self.runtime.uow = UnitOfWork(wh.engine, wh.statements, bus, wh.dispatcher.send)
+
+    def _outbox(self, tx, events) -> None:
+        self.calls += 1
+        self.outbox(tx, events)
 
     def finish(self, claim, t: rd.Transition) -> bool:
-        def also(cur) -> None:
-            self.calls += 1
-            self.sent = self.wh.events.publish(on_cursor(cur), event_of(claim.job, t))
-
-        return self.wh.jobs.finish(
-            claim,
-            state="failed" if t.kind == "fail" else "completed",
-            progress=P.stored(t.phase, reason=t.reason),
-            result=t.result,
-            error=t.error,
-            also=also,
-        )
+        """True when the outcome was written (the run still held the row), as JobStore.finish answers."""
+        state = "failed" if t.kind == "fail" else "completed"
+        with Sending(self.wh) as sending:
+            self.runtime._finish(IMPORT_USER_FEEDS, claim, state, P.stored(t.phase, reason=t.reason), t)
+        self.sent = sending.sent
+        row = self.wh.jobs.get(claim.job_id)
+        return (row.state, row.claims) == (state, claim.claims)
 
 
 def test_a_job_outcome_writes_its_wb_job_event_in_the_outcome_transaction(wh, db):
@@ -456,7 +552,7 @@ def test_a_fenced_out_finish_writes_no_event_and_the_live_run_writes_one(wh, db)
     endpoint(wh)
     job = wb_job(wh)
     old = wh.jobs.claim(job.id, 1, 50, worker="w-old", start=True)
-    wait_until(lambda: wh.jobs.requeue_orphans(set()), timeout=5, what="the lease to expire")
+    wait_until(lambda: wh.job_handlers.requeue_orphans(set()), timeout=5, what="the lease to expire")
     new = wh.jobs.claim(job.id, 2, 60_000, worker="w-new", start=True)
     done = rd.Transition("complete", P.COMPLETED, result={})
 
@@ -476,12 +572,12 @@ def test_an_outbox_write_that_fails_undoes_the_outcome(wh, db):
     claim = wh.jobs.claim(job.id, 1, 60_000, start=True)
     t = rd.Transition("complete", P.COMPLETED, result={})
 
-    def broken(cur) -> None:
-        wh.events.publish(on_cursor(cur), event_of(claim.job, t))
+    def broken(tx, events) -> None:
+        wh.webhooks.outbox(tx, events)
         raise RuntimeError("the outbox broke")
 
     with pytest.raises(RuntimeError, match="the outbox broke"):
-        wh.jobs.finish(claim, state="completed", progress=P.stored(P.COMPLETED), result={}, also=broken)
+        Outcome(wh, outbox=broken).finish(claim, t)
 
     assert wh.jobs.get(job.id).state == "active"  # one transaction: the outcome is not written either
     assert deliveries(db) == [] and deliver_jobs(db) == {}
@@ -493,16 +589,16 @@ def test_an_outbox_write_that_fails_undoes_the_outcome(wh, db):
 
 def test_only_a_dead_or_delivered_delivery_is_replayed_as_a_new_series_with_the_same_message(wh, db):
     ep = endpoint(wh)
-    delivery_id, _ = wh.webhooks.send_test(ep)
+    delivery_id, _ = send_test(wh, ep)
     with pytest.raises(Conflict) as pending:
-        wh.webhooks.replay(delivery_id)
+        wh.webhook_handlers.replay(delivery_id)
     assert (pending.value.code, pending.value.field) == ("NOT_REPLAYABLE", "status")
     with pytest.raises(NotFound):
-        wh.webhooks.replay(uuid.uuid4())
+        wh.webhook_handlers.replay(uuid.uuid4())
     [before] = deliveries(db)
     play(wh, delivery_id, "dead")
 
-    [sent] = wh.webhooks.replay(delivery_id)
+    [sent] = replay(wh, delivery_id)
 
     [after] = deliveries(db)
     assert (after.status, after.message_id, after.attempts) == ("pending", before.message_id, 1)
@@ -511,55 +607,62 @@ def test_only_a_dead_or_delivered_delivery_is_replayed_as_a_new_series_with_the_
     assert (job.state, job.max_attempts) == ("waiting", 8)
     assert job.payload == {"endpointId": str(before.endpoint_id), "deliveries": 1}
     # The old series finds it taken over; the new one's attempt follows the last one.
-    assert wh.webhooks.begin_run(before.job_id) == "replaced-or-gone"
+    assert begin_run(wh, before.job_id) == "replaced-or-gone"
     assert play(wh, delivery_id, "delivered", code=200).number == 2
-    assert len(wh.webhooks.replay(delivery_id)) == 1  # delivered is replayable too
+    assert len(replay(wh, delivery_id)) == 1  # delivered is replayable too
     _, attempts = wh.webhooks.get_delivery(delivery_id)
     assert [(a.attempt, a.status_code) for a in attempts] == [(1, 500), (2, 200)]
 
 
 def test_a_dead_delivery_of_a_disabled_endpoint_is_not_replayed(wh):
     ep = endpoint(wh)
-    delivery_id, _ = wh.webhooks.send_test(ep)
+    delivery_id, _ = send_test(wh, ep)
     play(wh, delivery_id, "dead")
-    wh.webhooks.update_endpoint(ep, enabled=False)
+    wh.webhook_handlers.update_endpoint(ep, enabled=False)
 
     with pytest.raises(Conflict) as refused:
-        wh.webhooks.replay(delivery_id)
+        wh.webhook_handlers.replay(delivery_id)
 
     assert refused.value.code == "ENDPOINT_DISABLED"
 
 
 def test_replays_of_one_dead_delivery_at_once_make_one_series(wh, db):
     ep = endpoint(wh)
-    delivery_id, _ = wh.webhooks.send_test(ep)
+    delivery_id, _ = send_test(wh, ep)
     play(wh, delivery_id, "dead")
     start = threading.Barrier(6)
 
-    def replay():
+    def replay_one():
         start.wait()
         try:
-            return wh.webhooks.replay(delivery_id)
+            wh.webhook_handlers.replay(delivery_id)
         except Conflict as exc:
             return exc.code
+        return "replayed"
 
-    with ThreadPoolExecutor(6) as pool:
-        results = list(pool.map(lambda _: replay(), range(6)))
+    with Sending(wh) as sending, ThreadPoolExecutor(6) as pool:
+        results = list(pool.map(lambda _: replay_one(), range(6)))
 
-    series = [r for r in results if isinstance(r, list)]
-    assert len(series) == 1 and len(series[0]) == 1, results
-    assert sorted(r for r in results if isinstance(r, str)) == ["NOT_REPLAYABLE"] * 5
+    assert results.count("replayed") == 1 and len(sending.sent) == 1, (results, sending.sent)
+    assert sorted(r for r in results if r != "replayed") == ["NOT_REPLAYABLE"] * 5
     assert len(deliver_jobs(db)) == 2  # the first series and the one replay
     [d] = deliveries(db)
-    assert (d.status, d.job_id) == ("pending", series[0][0].job_id)
+    assert (d.status, d.job_id) == ("pending", sending.sent[0].job_id)
+
+
+def replay_dead_batch(wh: Components, ep: uuid.UUID, since: datetime | None) -> tuple[int, list[Sent]]:
+    """One batch of the replay job's body, in its unit of work: how many it replayed, and what was sent."""
+    with Sending(wh) as sending, wh.uow.begin() as tx:
+        n = wh.webhooks.replay_dead_batch(tx, ep, since)
+    return n, sending.sent
 
 
 def test_replay_dead_batch_takes_only_the_endpoints_dead_deliveries_since_the_time(wh, db):
     ep, other = endpoint(wh), endpoint(wh)
     ids = {}
     for name in ("old_dead", "new_dead", "delivered", "pending", "failed"):
-        ids[name], _ = wh.webhooks.send_test(ep)
-    ids["other_dead"], _ = wh.webhooks.send_test(other)
+        ids[name], _ = send_test(wh, ep)
+    ids["other_dead"], _ = send_test(wh, other)
     for name in ("old_dead", "new_dead", "other_dead"):
         play(wh, ids[name], "dead")
     play(wh, ids["delivered"], "delivered", code=200)
@@ -570,18 +673,18 @@ def test_replay_dead_batch_takes_only_the_endpoints_dead_deliveries_since_the_ti
     )
     since = datetime.now(UTC) - timedelta(minutes=10)
 
-    first = wh.webhooks.replay_dead_batch(ep, since)
+    n, first = replay_dead_batch(wh, ep, since)
 
     status = {d.id: d for d in deliveries(db)}
-    assert [d.job_id for d in first] == [status[ids["new_dead"]].job_id]
+    assert n == 1 and [d.job_id for d in first] == [status[ids["new_dead"]].job_id]
     assert {n: status[i].status for n, i in ids.items()} == {
         "old_dead": "dead", "new_dead": "pending", "delivered": "delivered", "pending": "pending",
         "failed": "failed", "other_dead": "dead",
     }  # fmt: skip
     # without a time: every dead one left (the old one); then nothing
-    [second] = wh.webhooks.replay_dead_batch(ep, None)
-    assert second.job_id == wh.webhooks.get_delivery(ids["old_dead"])[0].job_id
-    assert wh.webhooks.replay_dead_batch(ep, None) == []
+    n, [second] = replay_dead_batch(wh, ep, None)
+    assert n == 1 and second.job_id == wh.webhooks.get_delivery(ids["old_dead"])[0].job_id
+    assert replay_dead_batch(wh, ep, None) == (0, [])
     assert wh.webhooks.get_delivery(ids["other_dead"])[0].status == "dead"
 
 
@@ -589,7 +692,9 @@ def test_start_replay_since_queues_one_replay_job(wh, db):
     ep = endpoint(wh)
     since = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
-    job, sent = wh.webhooks.start_replay_since(ep, since)
+    with Sending(wh) as sending:
+        job = wh.webhook_handlers.start_replay_since(ep, since)
+    sent = sending.sent
 
     [(type_, state, payload)] = db("SELECT type, state, payload FROM jobs WHERE id = :id", id=job.id)
     assert (type_, state, payload) == (
@@ -599,22 +704,22 @@ def test_start_replay_since_queues_one_replay_job(wh, db):
     )
     assert [s.job_id for s in sent] == [job.id]
     with pytest.raises(NotFound):
-        wh.webhooks.start_replay_since(uuid.uuid4(), None)
+        wh.webhook_handlers.start_replay_since(uuid.uuid4(), None)
 
 
 # -- secrets -----------------------------------------------------------------------------------
 
 
 def attempt_of(wh: Components, ep: uuid.UUID) -> Run:
-    delivery_id, _ = wh.webhooks.send_test(ep)
+    delivery_id, _ = send_test(wh, ep)
     return begin(wh, delivery_id)
 
 
 def test_a_rotated_secret_signs_beside_the_old_one_during_the_grace_period(wh, db):
-    created = wh.webhooks.create_endpoint(URL)
+    created = wh.webhook_handlers.create_endpoint(URL, event_types=None, description="")
     assert attempt_of(wh, created.endpoint.id).secrets == (created.secret,)
 
-    new = wh.webhooks.rotate_secret(created.endpoint.id)
+    new, _ = wh.webhook_handlers.rotate_secret(created.endpoint.id)
 
     assert new.startswith("whsec_") and new != created.secret
     run = attempt_of(wh, created.endpoint.id)
@@ -626,14 +731,14 @@ def test_a_rotated_secret_signs_beside_the_old_one_during_the_grace_period(wh, d
     [(stored,)] = db("SELECT secret FROM webhook_endpoints")
     assert new not in stored and created.secret not in stored  # encrypted at rest
     with pytest.raises(NotFound):
-        wh.webhooks.rotate_secret(uuid.uuid4())
+        wh.webhook_handlers.rotate_secret(uuid.uuid4())
 
 
 def test_after_the_grace_period_only_the_new_secret_signs(settings, clean):
     brief = _make(settings, webhook_rotation_grace_ms=1)
     try:
-        ep = brief.webhooks.create_endpoint(URL).endpoint.id
-        new = brief.webhooks.rotate_secret(ep)
+        ep = endpoint(brief)
+        new, _ = brief.webhook_handlers.rotate_secret(ep)
         time.sleep(0.05)
 
         assert attempt_of(brief, ep).secrets == (new,)
@@ -646,18 +751,18 @@ def test_after_the_grace_period_only_the_new_secret_signs(settings, clean):
 
 def test_a_410_disables_the_endpoint_and_stops_its_waiting_deliveries_and_their_jobs_at_once(wh, db):
     ep, other = endpoint(wh), endpoint(wh)
-    answered_410, _ = wh.webhooks.send_test(ep)
-    pending_a, _ = wh.webhooks.send_test(ep)
-    pending_b, _ = wh.webhooks.send_test(ep)
-    failed, _ = wh.webhooks.send_test(ep)
+    answered_410, _ = send_test(wh, ep)
+    pending_a, _ = send_test(wh, ep)
+    pending_b, _ = send_test(wh, ep)
+    failed, _ = send_test(wh, ep)
     play(wh, failed, "failed")
-    delivered, _ = wh.webhooks.send_test(ep)
+    delivered, _ = send_test(wh, ep)
     play(wh, delivered, "delivered", code=200)
-    theirs, _ = wh.webhooks.send_test(other)
+    theirs, _ = send_test(wh, other)
 
     run = begin(wh, answered_410)
     gone = "the endpoint answered 410 Gone"
-    assert wh.webhooks.end_run(run, [(run.attempts[0], Answer(410, 12), "dead")], gone=gone) == 3
+    assert end_run(wh, run, [(run.attempts[0], Answer(410, 12), "dead")], gone=gone) == 3
 
     # in the same transaction as the attempt's answer
     e = wh.webhooks.get_endpoint(ep)
@@ -674,12 +779,12 @@ def test_a_410_disables_the_endpoint_and_stops_its_waiting_deliveries_and_their_
         assert job.progress["phase"] == P.FAILED
     assert by_id[status[theirs].job_id].state == "waiting"
     # its queued attempts find nothing to send
-    assert wh.webhooks.begin_run(status[pending_a].job_id) == "already-dead"
+    assert begin_run(wh, status[pending_a].job_id) == "already-dead"
 
 
 def test_a_replay_waits_for_a_transaction_holding_the_delivery_instead_of_refusing_it(wh, db):
     ep = endpoint(wh)
-    delivery_id, _ = wh.webhooks.send_test(ep)
+    delivery_id, _ = send_test(wh, ep)
     play(wh, delivery_id, "dead")
     job_id = wh.webhooks.get_delivery(delivery_id)[0].job_id
 
@@ -689,10 +794,10 @@ def test_a_replay_waits_for_a_transaction_holding_the_delivery_instead_of_refusi
             text("SELECT 1 FROM webhook_deliveries WHERE id = :id FOR UPDATE"), {"id": delivery_id}
         )
         with ThreadPoolExecutor(1) as pool:
-            replay = pool.submit(wh.webhooks.replay, delivery_id)
+            replaying = pool.submit(replay, wh, delivery_id)
             time.sleep(0.3)
             holder.commit()
-            sent = replay.result(timeout=10)
+            sent = replaying.result(timeout=10)
 
     assert len(sent) == 1 and wh.webhooks.get_delivery(delivery_id)[0].status == "pending"
-    assert wh.webhooks.begin_run(job_id) == "replaced-or-gone"
+    assert begin_run(wh, job_id) == "replaced-or-gone"

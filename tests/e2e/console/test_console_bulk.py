@@ -32,7 +32,7 @@ def process_env(process_env):
 
 def create_products(gh, n: int) -> list:
     for start in range(0, n, 1000):
-        gh.catalog.create_products(
+        gh.catalog_handlers.create_products(
             [
                 NewProduct(sku=f"CB-{i:05d}", name=f"Товар {i}", price=Price(100, "PLN"))
                 for i in range(start, min(n, start + 1000))
@@ -43,12 +43,10 @@ def create_products(gh, n: int) -> list:
 
 
 def queue(gh, ids, patch: dict, product_patch: ProductPatch):
-    op, deliveries = gh.bulk.create(
-        Selection(product_ids=tuple(ids)), product_patch, {"patch": patch},
-        requester=None, actor="admin", sync_threshold=50,
-    )  # fmt: skip
-    gh.events.send(deliveries)  # its job's message waits in Redis: no consumer yet
-    return op
+    # Its job's message is sent after the commit and waits in Redis: no consumer yet
+    return gh.catalog_handlers.create_bulk_operation(
+        Selection(product_ids=tuple(ids)), product_patch, {"patch": patch}, requester=None, actor="admin"
+    )
 
 
 def test_a_bulk_operation_counter_reaches_the_total_without_a_reload(console, processes, gh):
@@ -107,14 +105,14 @@ def test_a_failed_items_product_name_renders_as_text(console, gh):
     console.page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     codes = [f"c{i}" for i in range(ATTRIBUTES_MAX + 1)]
     for code in codes:
-        gh.catalog.create_attribute(code, code, False)
-    gh.catalog.create_products(
+        gh.catalog_handlers.create_attribute(code, code, False)
+    gh.catalog_handlers.create_products(
         [NewProduct(sku="XSS-1", name=XSS, price=Price(1, "PLN"), attributes=dict.fromkeys(codes[:-1], 1))]
     )
     [product] = gh.catalog.list_products(limit=1)
-    op, _ = gh.bulk.create(
+    op = gh.catalog_handlers.create_bulk_operation(
         Selection(product_ids=(product.id,)), ProductPatch(attributes={codes[-1]: 1}),
-        {"patch": {"attributes": {codes[-1]: 1}}}, requester=None, actor="admin", sync_threshold=50,
+        {"patch": {"attributes": {codes[-1]: 1}}}, requester=None, actor="admin",
     )  # fmt: skip
     assert op.failed == 1
 

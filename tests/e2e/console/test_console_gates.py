@@ -21,9 +21,9 @@ def held_gate(gh, name="Магазин «Север»"):
     """A gated probe job holding its account's gate (running for a minute), a second one waiting;
     before them, a short one that WB paused once (a 429) and that then completed."""
     account = gh.accounts.create(name, "token").id
-    earlier = gh.job_handlers.submit(GATED_USER_B, account_id=account, payload={"seconds": 1.5, "pause_once_ms": 300})[
-        0
-    ].id
+    earlier = gh.job_handlers.submit(
+        GATED_USER_B, account_id=account, payload={"seconds": 1.5, "pause_once_ms": 300}
+    )[0].id
     wait_until(
         lambda: gh.jobs.get(earlier).state == "completed", timeout=30, what="the first job to complete"
     )

@@ -19,7 +19,9 @@ def status(console, job_id) -> dict:
 
 def test_retry_a_failed_job_and_see_it_run_again(console, gh, sql):
     account = gh.accounts.create("Shop", "token").id
-    job = gh.job_handlers.submit(PROBE, account_id=account, payload={"fail": "WB отклонил запрос", "seconds": 0})[0].id
+    job = gh.job_handlers.submit(
+        PROBE, account_id=account, payload={"fail": "WB отклонил запрос", "seconds": 0}
+    )[0].id
     wait_until(lambda: gh.jobs.get(job).state == "failed", timeout=30, what="the job to fail")
     # The cause is fixed (the next run succeeds, after a second's work)
     sql("UPDATE jobs SET payload = '{\"seconds\": 1}'::jsonb WHERE id = :id", id=job)

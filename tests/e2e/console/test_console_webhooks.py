@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import expect
 
 from gatehouse.composition import Components, bootstrap
-from gatehouse.events import Event, on_connection
+from gatehouse.events import Event
 from tests.e2e.test_modules import logged, workers
 from tests.support.processes import wait_until
 from tests.support.receiver import Receiver, Reply
@@ -72,9 +72,8 @@ def worker(processes) -> None:
 
 def publish(gh: Components, **data: object) -> Event:
     event = Event("catalog.product.updated", {"productId": str(uuid.uuid4()), **data})
-    with gh.engine.begin() as conn:
-        sent = gh.events.publish(on_connection(conn), event)
-    gh.events.send(sent)
+    with gh.uow.begin() as tx:
+        tx.publish(event)  # its jobs' messages are sent after the commit
     return event
 
 
@@ -89,7 +88,7 @@ def dead(gh: Components, event: Event, endpoint_id: uuid.UUID):
 def test_replay_a_dead_delivery_and_see_it_delivered(console, processes, wh, receiver, dialogs):
     # Given an endpoint whose receiver answers 500 to the three attempts of a delivery, then 200
     receiver.script(Reply(500, body="down"), Reply(500, body="down"), Reply(500, body="down"), Reply(200))
-    created = wh.webhooks.create_endpoint(receiver.url, description="ERP «Склад»")
+    created = wh.webhook_handlers.create_endpoint(receiver.url, event_types=None, description="ERP «Склад»")
     receiver.secrets.append(created.secret)
     worker(processes)
     event = publish(wh, name=XSS, message="Цена обновлена")
@@ -141,7 +140,7 @@ def test_endpoint_actions_replay_all_dead_since_rotate_secret_send_test_disable(
 ):
     # Given two dead deliveries of one endpoint (the receiver failed their six attempts)
     receiver.script(*[Reply(500)] * 6, Reply(200))
-    created = wh.webhooks.create_endpoint(
+    created = wh.webhook_handlers.create_endpoint(
         receiver.url, description="Магазин", event_types=["catalog.product.updated"]
     )
     endpoint_id = created.endpoint.id
