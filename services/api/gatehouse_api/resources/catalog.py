@@ -8,7 +8,8 @@ import falcon
 
 from gatehouse.catalog import AttributeRecord, NewProduct, Price, ProductPatch, ProductRecord
 from gatehouse.catalog.rules import STATUSES
-from gatehouse.composition import Components
+from gatehouse.catalog.handlers import CatalogHandlers
+from gatehouse.catalog.store import CatalogStore
 from gatehouse_api.auth import principal, require_admin
 from gatehouse_api.body import read_json
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit
@@ -67,14 +68,17 @@ def new_product(body: CreateProduct) -> NewProduct:
     )
 
 
-class Products:
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
+class _Resource:
+    def __init__(self, catalog: CatalogStore, handlers: CatalogHandlers, *, max_body_bytes: int) -> None:
+        self.catalog, self.handlers, self.max_body_bytes = catalog, handlers, max_body_bytes
+
+
+class Products(_Resource):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
-        body = read_json(req, CreateProduct, max_bytes=self.gh.settings.max_body_bytes)
-        product = self.gh.catalog_handlers.create_product(new_product(body))
+        body = read_json(req, CreateProduct, max_bytes=self.max_body_bytes)
+        product = self.handlers.create_product(new_product(body))
         resp.status = 201
         resp.location = f"/v1/admin/catalog/products/{product.id}"
         resp.media = product_view(product)
@@ -85,38 +89,34 @@ class Products:
         limit = page_limit(req.get_param("limit"))
         cursor = req.get_param("cursor")
         before = decode_cursor(cursor) if cursor else None
-        products = self.gh.catalog.list_products(status=status, limit=limit + 1, before=before)
+        products = self.catalog.list_products(status=status, limit=limit + 1, before=before)
         page, more = products[:limit], len(products) > limit
         resp.media = ProductPage(
             items=[product_view(p) for p in page], nextCursor=encode_cursor(page[-1]) if more else None
         ).model_dump(mode="json")
 
 
-class ProductsBatch:
+class ProductsBatch(_Resource):
     """Up to 1,000 products in one transaction: all are created, or none."""
 
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
-        body = read_json(req, CreateProducts, max_bytes=self.gh.settings.catalog_batch_max_body_bytes)
-        created = self.gh.catalog_handlers.create_products([new_product(item) for item in body.items])
+        body = read_json(req, CreateProducts, max_bytes=self.max_body_bytes)
+        created = self.handlers.create_products([new_product(item) for item in body.items])
         resp.status = 201
         resp.media = ProductsCreated(created=created).model_dump(mode="json")
 
 
-class Product:
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
+class Product(_Resource):
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, product_id: uuid.UUID) -> None:
         require_admin(req)
-        resp.media = product_view(self.gh.catalog.get_product(product_id))
+        resp.media = product_view(self.catalog.get_product(product_id))
 
     def on_patch(self, req: falcon.Request, resp: falcon.Response, product_id: uuid.UUID) -> None:
         require_admin(req)
-        body = read_json(req, PatchProduct, max_bytes=self.gh.settings.max_body_bytes)
+        body = read_json(req, PatchProduct, max_bytes=self.max_body_bytes)
         patch = ProductPatch(
             name=body.name,
             description=body.description,
@@ -124,37 +124,33 @@ class Product:
             status=body.status,
             attributes=dict(body.attributes) if body.attributes is not None else None,
         )
-        product = self.gh.catalog_handlers.patch_product(product_id, patch, actor=principal(req).actor)
+        product = self.handlers.patch_product(product_id, patch, actor=principal(req).actor)
         resp.media = product_view(product)
 
 
-class Attributes:
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
+class Attributes(_Resource):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
-        body = read_json(req, CreateAttribute, max_bytes=self.gh.settings.max_body_bytes)
-        attribute = self.gh.catalog_handlers.create_attribute(body.code, body.label, body.searchable)
+        body = read_json(req, CreateAttribute, max_bytes=self.max_body_bytes)
+        attribute = self.handlers.create_attribute(body.code, body.label, body.searchable)
         resp.status = 201
         resp.location = f"/v1/admin/catalog/attributes/{attribute.code}"
         resp.media = attribute_view(attribute)
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
-        items = [attribute_model(a) for a in self.gh.catalog.list_attributes()]
+        items = [attribute_model(a) for a in self.catalog.list_attributes()]
         resp.media = AttributeList(items=items).model_dump(mode="json")
 
 
-class Attribute:
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
+class Attribute(_Resource):
 
     def on_patch(self, req: falcon.Request, resp: falcon.Response, code: str) -> None:
         require_admin(req)
-        body = read_json(req, PatchAttribute, max_bytes=self.gh.settings.max_body_bytes)
+        body = read_json(req, PatchAttribute, max_bytes=self.max_body_bytes)
         caller = principal(req)
-        attribute, reindex = self.gh.catalog_handlers.patch_attribute(
+        attribute, reindex = self.handlers.patch_attribute(
             code, label=body.label, searchable=body.searchable, actor=caller.actor, requester=caller.user_id
         )
         view = AttributePatched(**attribute_model(attribute).model_dump())

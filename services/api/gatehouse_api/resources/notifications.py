@@ -6,9 +6,8 @@ import uuid
 
 import falcon
 
-from gatehouse.composition import Components
 from gatehouse.errors import Forbidden
-from gatehouse.notifications import NotificationRecord
+from gatehouse.notifications import NotificationRecord, NotificationStore
 from gatehouse_api.auth import principal
 from gatehouse_api.schemas import NotificationList, NotificationView
 
@@ -37,8 +36,8 @@ def notification_model(n: NotificationRecord) -> NotificationView:
 
 
 class MyNotifications:
-    def __init__(self, gh: Components) -> None:
-        self.store = gh.notifications
+    def __init__(self, store: NotificationStore) -> None:
+        self.store = store
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         items = self.store.list_for_user(me(req), limit=SHOWN)
@@ -46,8 +45,8 @@ class MyNotifications:
 
 
 class MyNotificationRead:
-    def __init__(self, gh: Components) -> None:
-        self.store = gh.notifications
+    def __init__(self, store: NotificationStore) -> None:
+        self.store = store
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, notification_id: uuid.UUID) -> None:
         read = self.store.mark_read(me(req), notification_id)

@@ -6,7 +6,7 @@ import falcon
 
 from gatehouse import search
 from gatehouse.catalog.rules import STATUSES
-from gatehouse.composition import Components
+from gatehouse.catalog.handlers import CatalogHandlers
 from gatehouse.errors import ValidationFailed
 from gatehouse_api.auth import principal, require_admin
 from gatehouse_api.schemas import ReindexStarted, SearchHit, SearchPage
@@ -23,8 +23,8 @@ def _search_limit(raw: str | None) -> int:
 class Search:
     """Full-text search of the catalog (the live index): ranked, the last word as a prefix."""
 
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
+    def __init__(self, search: search.SearchStore) -> None:
+        self.search = search
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
@@ -34,7 +34,7 @@ class Search:
         status = req.get_param("status")
         if status is not None and status not in STATUSES:
             raise ValidationFailed(f"status must be one of {', '.join(STATUSES)}", field="status")
-        hits = self.gh.search.search(q, status=status, limit=_search_limit(req.get_param("limit")))
+        hits = self.search.search(q, status=status, limit=_search_limit(req.get_param("limit")))
         resp.media = SearchPage(
             items=[
                 SearchHit(productId=h.product_id, sku=h.sku, name=h.name, status=h.status, rank=h.rank)
@@ -46,12 +46,12 @@ class Search:
 class SearchReindex:
     """Queue a re-index of every product's document (or answer with the live one)."""
 
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
+    def __init__(self, handlers: CatalogHandlers) -> None:
+        self.handlers = handlers
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
-        reindex = self.gh.catalog_handlers.start_reindex(requester=principal(req).user_id)
+        reindex = self.handlers.start_reindex(requester=principal(req).user_id)
         resp.status = 202
         resp.location = f"/v1/admin/catalog/bulk-operations/{reindex.operation.id}"
         resp.media = ReindexStarted(
