@@ -101,7 +101,7 @@ def create_app(gh: Gatehouse) -> falcon.App:
     }
     for path, resource in {**routes, **console_routes}.items():
         app.add_route(path, with_head(resource))
-    routes["/openapi.json"].describe(app)  # every route is in: each responder's contract makes the document
+    routes["/openapi.json"].describe(app)  # after the loop: the document is generated from every route
     return app
 
 
