@@ -101,6 +101,7 @@ def create_app(gh: Components) -> falcon.App:
     }
     for path, resource in {**routes, **console_routes}.items():
         app.add_route(path, with_head(resource))
+    routes["/openapi.json"].describe(app)  # after the loop: the document is generated from every route
     return app
 
 

@@ -130,6 +130,7 @@ class Page:
 
     public = True
     console = True
+    outside_contract = "an HTML page or form action of the console, not JSON (gatehouse_api.openapi)"
     signed_out = False  # login and static assets need no session
 
     def __init__(self, console: Console) -> None:

@@ -9,6 +9,7 @@ import falcon
 from gatehouse.accounts import Accounts as AccountStore
 from gatehouse_api.auth import require_account, require_admin
 from gatehouse_api.body import read_json
+from gatehouse_api.openapi import contract
 from gatehouse_api.schemas import AccountCreated, AccountView, CreateAccount, KeyCreated
 
 
@@ -16,6 +17,12 @@ class Accounts:
     def __init__(self, accounts: AccountStore, *, max_body_bytes: int) -> None:
         self.accounts, self.max_body_bytes = accounts, max_body_bytes
 
+    @contract(
+        "Create a seller account (admin)",
+        (201, AccountCreated, "created; the WB token is stored encrypted and never returned"),
+        (400, 401, 403, 413, 415, 422),
+        body=(CreateAccount, True),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         body = read_json(req, CreateAccount, max_bytes=self.max_body_bytes)
@@ -29,6 +36,7 @@ class Account:
     def __init__(self, accounts: AccountStore) -> None:
         self.accounts = accounts
 
+    @contract("Read an account", (200, AccountView, "the account"), (401, 404))
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_account(req, account_id)
         account = self.accounts.get(account_id)
@@ -41,6 +49,9 @@ class AccountKeys:
     def __init__(self, accounts: AccountStore) -> None:
         self.accounts = accounts
 
+    @contract(
+        "Issue an account-scoped API key (admin)", (201, KeyCreated, "the key, shown once"), (401, 403, 404)
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_admin(req)
         resp.status = 201

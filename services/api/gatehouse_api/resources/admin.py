@@ -10,8 +10,9 @@ from gatehouse.composition import Components
 from gatehouse.errors import NotFound
 from gatehouse.schedules import FANOUT_QUEUE, runs, schedules
 from gatehouse_api.auth import require_admin
+from gatehouse_api.openapi import contract
 from gatehouse_api.resources.gates import gate_views
-from gatehouse_api.schemas import ScheduleList, ScheduleRun, ScheduleView
+from gatehouse_api.schemas import GateView, ScheduleList, ScheduleRun, ScheduleView
 
 
 class AccountGate:
@@ -20,6 +21,11 @@ class AccountGate:
     def __init__(self, gh: Components) -> None:
         self.gh = gh
 
+    @contract(
+        "The account's gate: holder, lease left, who wants it, who waits, WB's recent 429 pauses (admin)",
+        (200, GateView, "the gate's state"),
+        (401, 403, 404),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_admin(req)
         account = self.gh.accounts.get(account_id)
@@ -61,6 +67,11 @@ class Schedules:
     def __init__(self, gh: Components) -> None:
         self.gh = gh
 
+    @contract(
+        "The periodic syncs and sweeps: cron (UTC), max wait, last and next run (admin)",
+        (200, ScheduleList, "the schedules"),
+        (401, 403),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         resp.media = ScheduleList(items=schedule_views(self.gh)).model_dump(mode="json")
@@ -72,6 +83,7 @@ class RunSchedule:
     def __init__(self, gh: Components) -> None:
         self.gh = gh
 
+    @contract("Fire a schedule's tick now (admin)", (202, ScheduleRun, "the tick is queued"), (401, 403, 404))
     def on_post(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
         require_admin(req)
         resp.status = 202

@@ -19,6 +19,7 @@ from gatehouse.catalog.handlers import CatalogHandlers
 from gatehouse.errors import ValidationFailed
 from gatehouse_api.auth import principal, require_admin
 from gatehouse_api.body import read_json
+from gatehouse_api.openapi import contract, page_params, query
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit
 from gatehouse_api.schemas import (
     BulkCounters,
@@ -102,6 +103,15 @@ class BulkOperations:
     def __init__(self, views: BulkViews, handlers: CatalogHandlers, *, max_body_bytes: int) -> None:
         self.views, self.handlers, self.max_body_bytes = views, handlers, max_body_bytes
 
+    @contract(
+        "Patch many products: up to BULK_SYNC_THRESHOLD at once (200), more queued (202)",
+        [
+            (200, BulkOperationView, "small enough: applied at once (and recorded)"),
+            (202, BulkOperationView, "queued; watch its counters"),
+        ],
+        (400, 401, 403, 413, 415, 422),
+        body=(CreateBulkOperation, True),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         """Up to BULK_SYNC_THRESHOLD products: applied now (200); more: queued (202)."""
         require_admin(req)
@@ -127,6 +137,12 @@ class BulkOperations:
         resp.location = f"/v1/admin/catalog/bulk-operations/{op.id}"
         resp.media = operation_view(op)
 
+    @contract(
+        "List bulk operations, newest first",
+        (200, BulkOperationPage, "a page of operations"),
+        (401, 403, 422),
+        params=page_params(query("status", enum=list(STATUSES)), query("type", enum=list(TYPES))),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         resp.media = self.views.page(
@@ -141,6 +157,11 @@ class BulkOperation:
     def __init__(self, views: BulkViews) -> None:
         self.views = views
 
+    @contract(
+        "Read a bulk operation with its live counters",
+        (200, BulkOperationView, "the operation"),
+        (401, 403, 404),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response, operation_id: uuid.UUID) -> None:
         require_admin(req)
         resp.media = self.views.get(operation_id)
@@ -150,6 +171,12 @@ class BulkFailures:
     def __init__(self, views: BulkViews) -> None:
         self.views = views
 
+    @contract(
+        "Page through a bulk operation's failed items (the first 1,000) with each product's SKU and name",
+        (200, BulkFailurePage, "a page of failed items, in the order they failed"),
+        (401, 403, 404, 422),
+        params=page_params(),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response, operation_id: uuid.UUID) -> None:
         require_admin(req)
         resp.media = self.views.failures(

@@ -12,6 +12,7 @@ from gatehouse.catalog.handlers import CatalogHandlers
 from gatehouse.catalog.store import CatalogStore
 from gatehouse_api.auth import principal, require_admin
 from gatehouse_api.body import read_json
+from gatehouse_api.openapi import contract, page_params, query
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit
 from gatehouse_api.schemas import (
     AttributeList,
@@ -75,6 +76,12 @@ class _Resource:
 
 class Products(_Resource):
 
+    @contract(
+        "Create a product",
+        (201, ProductView, "created"),
+        (400, 401, 403, 409, 413, 415, 422),
+        body=(CreateProduct, True),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         body = read_json(req, CreateProduct, max_bytes=self.max_body_bytes)
@@ -83,6 +90,12 @@ class Products(_Resource):
         resp.location = f"/v1/admin/catalog/products/{product.id}"
         resp.media = product_view(product)
 
+    @contract(
+        "List products, newest first",
+        (200, ProductPage, "a page of products"),
+        (401, 403, 422),
+        params=page_params(query("status", enum=list(STATUSES))),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         status = choice(req.get_param("status"), "status", STATUSES)
@@ -100,6 +113,12 @@ class ProductsBatch(_Resource):
     """Up to 1,000 products in one transaction: all are created, or none."""
 
 
+    @contract(
+        "Create up to 1,000 products, all or nothing",
+        (201, ProductsCreated, "all created"),
+        (400, 401, 403, 409, 413, 415, 422),
+        body=(CreateProducts, True),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         body = read_json(req, CreateProducts, max_bytes=self.max_body_bytes)
@@ -110,10 +129,17 @@ class ProductsBatch(_Resource):
 
 class Product(_Resource):
 
+    @contract("Read a product", (200, ProductView, "the product"), (401, 403, 404))
     def on_get(self, req: falcon.Request, resp: falcon.Response, product_id: uuid.UUID) -> None:
         require_admin(req)
         resp.media = product_view(self.catalog.get_product(product_id))
 
+    @contract(
+        "Edit a product (attributes merge); the change is audited",
+        (200, ProductView, "the product as changed"),
+        (400, 401, 403, 404, 413, 415, 422),
+        body=(PatchProduct, True),
+    )
     def on_patch(self, req: falcon.Request, resp: falcon.Response, product_id: uuid.UUID) -> None:
         require_admin(req)
         body = read_json(req, PatchProduct, max_bytes=self.max_body_bytes)
@@ -130,6 +156,12 @@ class Product(_Resource):
 
 class Attributes(_Resource):
 
+    @contract(
+        "Define a product attribute",
+        (201, AttributeView, "created"),
+        (400, 401, 403, 409, 413, 415, 422),
+        body=(CreateAttribute, True),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         body = read_json(req, CreateAttribute, max_bytes=self.max_body_bytes)
@@ -138,6 +170,7 @@ class Attributes(_Resource):
         resp.location = f"/v1/admin/catalog/attributes/{attribute.code}"
         resp.media = attribute_view(attribute)
 
+    @contract("List the attributes", (200, AttributeList, "every attribute, by code"), (401, 403))
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         items = [attribute_model(a) for a in self.catalog.list_attributes()]
@@ -146,6 +179,12 @@ class Attributes(_Resource):
 
 class Attribute(_Resource):
 
+    @contract(
+        "Edit an attribute (label, searchable); the change is audited; a searchable flip queues a re-index",
+        (200, AttributePatched, "the attribute as changed (with `reindex` when searchable flipped)"),
+        (400, 401, 403, 404, 413, 415, 422),
+        body=(PatchAttribute, True),
+    )
     def on_patch(self, req: falcon.Request, resp: falcon.Response, code: str) -> None:
         require_admin(req)
         body = read_json(req, PatchAttribute, max_bytes=self.max_body_bytes)

@@ -20,6 +20,7 @@ from gatehouse.gate import GateState, gate_keys, job_of
 from gatehouse.models import Account
 from gatehouse.wb import pauses
 from gatehouse_api.auth import require_admin
+from gatehouse_api.openapi import contract, page_params, query
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit
 from gatehouse_api.schemas import AccountGatePage, AccountGateView, GateView, PauseView, WaiterView
 
@@ -136,6 +137,15 @@ class AccountGates:
     def __init__(self, gh: Components) -> None:
         self.gh = gh
 
+    @contract(
+        "Every seller account with its gate and WB's 429 pauses of the last 24 h, newest first (admin)",
+        (200, AccountGatePage, "a page of accounts"),
+        (401, 403, 422),
+        params=page_params(
+            query("name", "a part of the name, any case", maxLength=200),
+            query("hot", "true: only accounts that are hot", enum=["true", "false"]),
+        ),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         resp.media = account_gate_page(self.gh, req.get_param, limit=page_limit(req.get_param("limit")))

@@ -12,6 +12,7 @@ from gatehouse import metrics
 from gatehouse.composition import Components
 from gatehouse.db import ping
 from gatehouse_api.errors import problem, send_problem
+from gatehouse_api.openapi import contract
 
 
 class Health:
@@ -19,6 +20,7 @@ class Health:
 
     public = True
 
+    @contract("Liveness", (200, None, "alive"))
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         resp.media = {"status": "ok"}
 
@@ -74,6 +76,12 @@ class Ready:
                 checks[name] = self.probes[name].outcome
         return checks
 
+    @contract(
+        "Readiness",
+        (200, None, "PostgreSQL and Redis answer"),
+        (503,),
+        notes={503: "a store is down (named in `down`)"},
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         checks = self._checks()
         down = [name for name, state in checks.items() if state != "ok"]
@@ -86,6 +94,7 @@ class Ready:
 
 class Metrics:
     public = True
+    outside_contract = "Prometheus text exposition for a scraper, not JSON"
 
     def __init__(self, multiproc_dir: str | None) -> None:
         self.multiproc_dir = multiproc_dir

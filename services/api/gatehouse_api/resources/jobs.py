@@ -17,6 +17,7 @@ from gatehouse.models import STATES, TIERS
 from gatehouse.paging import instant
 from gatehouse_api.auth import principal, require_account, require_admin
 from gatehouse_api.body import read_json
+from gatehouse_api.openapi import contract, page_params, query
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit, uuid_param
 from gatehouse_api.schemas import AutobidderSyncRequest, ImportRequest, JobAccepted, JobPage, JobView
 
@@ -96,6 +97,12 @@ class _Create:
 
 
 class DigitizationImports(_Create):
+    @contract(
+        "Start a digitization import (feeds or report) for a period",
+        (202, JobAccepted, "accepted, or the live job of this type (alreadyRunning)"),
+        (400, 401, 404, 413, 415, 422),
+        body=(ImportRequest, True),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_account(req, account_id)
         body = read_json(req, ImportRequest, max_bytes=self.max_body_bytes)
@@ -106,6 +113,12 @@ class DigitizationImports(_Create):
 
 
 class AutobidderSync(_Create):
+    @contract(
+        "Start an autobidder sync (campaigns, stats, bids)",
+        (202, JobAccepted, "accepted, or the live sync (alreadyRunning)"),
+        (400, 401, 404, 413, 415, 422),
+        body=(AutobidderSyncRequest, False),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_account(req, account_id)
         read_json(req, AutobidderSyncRequest, max_bytes=self.max_body_bytes, allow_empty=True)
@@ -116,6 +129,7 @@ class JobStatus:
     def __init__(self, jobs: JobStore) -> None:
         self.jobs = jobs
 
+    @contract("Poll a job: state and what it is doing or waiting for", (200, JobView, "the job"), (401, 404))
     def on_get(self, req: falcon.Request, resp: falcon.Response, job_id: uuid.UUID) -> None:
         job = self.jobs.get(job_id)
         if job is None or not principal(req).may_see(job.account_id):
@@ -129,6 +143,15 @@ class JobRetry:
     def __init__(self, handlers: JobHandlers) -> None:
         self.handlers = handlers
 
+    @contract(
+        "Run a failed job again with fresh attempts (admin); the change is audited",
+        (202, JobView, "back in line (waiting, attempt 1) and enqueued; poll its Location"),
+        (401, 403, 404, 409),
+        notes={
+            409: "JOB_NOT_FAILED: only a failed job is retried; JOB_ALREADY_LIVE: its account (or, for a "
+            "system job, the system) has a live job of its type, named in `detail`"
+        },
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response, job_id: uuid.UUID) -> None:
         require_admin(req)
         job = self.handlers.retry(job_id, actor=principal(req).actor)
@@ -143,6 +166,12 @@ class JobCancel:
     def __init__(self, handlers: JobHandlers) -> None:
         self.handlers = handlers
 
+    @contract(
+        "Cancel a waiting or delayed job (admin): it ends failed, error code `cancelled`; audited",
+        (200, JobView, "the job, failed; it leaves its account's gate line and never runs"),
+        (401, 403, 404, 409),
+        notes={409: "JOB_ACTIVE: a worker runs it now; JOB_FINISHED: it has already completed or failed"},
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response, job_id: uuid.UUID) -> None:
         require_admin(req)
         resp.media = job_view(self.handlers.cancel(job_id, actor=principal(req).actor))
@@ -152,6 +181,12 @@ class AccountJobs:
     def __init__(self, views: JobViews, accounts: Accounts) -> None:
         self.views, self.accounts = views, accounts
 
+    @contract(
+        "List an account's jobs, newest first",
+        (200, JobPage, "a page of jobs"),
+        (401, 404, 422),
+        params=page_params(query("state", enum=list(STATES)), query("type", enum=sorted(REGISTRY))),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_account(req, account_id)
         self.accounts.get(account_id)
@@ -170,6 +205,20 @@ class AdminJobs:
     def __init__(self, views: JobViews) -> None:
         self.views = views
 
+    @contract(
+        "Every account's jobs, newest first, as the status poll shows each (admin)",
+        (200, JobPage, "a page of jobs"),
+        (401, 403, 422),
+        params=page_params(
+            query("state", enum=list(STATES)),
+            query("phase", "progress.phase", enum=list(progress.PHASES)),
+            query("type", enum=sorted(REGISTRY)),
+            query("tier", enum=list(TIERS)),
+            query("accountId", format="uuid"),
+            query("createdAfter", "ISO 8601, inclusive (no offset: UTC)", format="date-time"),
+            query("createdBefore", "ISO 8601, exclusive (no offset: UTC)", format="date-time"),
+        ),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         resp.media = self.views.page(req.get_param, limit=page_limit(req.get_param("limit")))

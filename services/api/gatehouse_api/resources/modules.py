@@ -7,6 +7,7 @@ import falcon
 from gatehouse.modules import MODULES, ModuleState, ModuleStates, module_of_path
 from gatehouse_api.auth import principal, require_admin
 from gatehouse_api.body import read_json
+from gatehouse_api.openapi import contract, path
 from gatehouse_api.schemas import ModuleList, ModuleView, SetModule
 
 
@@ -39,6 +40,7 @@ class Modules:
     def __init__(self, modules: ModuleStates) -> None:
         self.modules = modules
 
+    @contract("List the modules", (200, ModuleList, "every module"), (401, 403))
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         self.modules.all(fresh=True)
@@ -51,6 +53,13 @@ class Module:
     def __init__(self, modules: ModuleStates, *, max_body_bytes: int) -> None:
         self.modules, self.max_body_bytes = modules, max_body_bytes
 
+    @contract(
+        "Switch a module on or off (every API and worker process follows within a second)",
+        (200, ModuleView, "the module as it is now"),
+        (400, 401, 403, 404, 413, 415, 422),
+        body=(SetModule, True),
+        params=[path("name", enum=list(MODULES))],
+    )
     def on_put(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
         require_admin(req)
         body = read_json(req, SetModule, max_bytes=self.max_body_bytes)

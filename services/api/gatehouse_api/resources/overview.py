@@ -19,6 +19,7 @@ from pydantic import Field
 from gatehouse import operations
 from gatehouse.composition import Components
 from gatehouse_api.auth import require_admin
+from gatehouse_api.openapi import contract
 from gatehouse_api.resources.admin import schedule_views
 from gatehouse_api.resources.health import Ready
 from gatehouse_api.schemas import Reply, ScheduleView
@@ -127,6 +128,13 @@ class Overview:
         self.gh = gh
         self.checks = StoreChecks(gh)
 
+    @contract(
+        "Per queue ready, delayed, running, failed in 24 h and dead letters; live workers and "
+        "their busy threads; schedules' last and next run; store health (admin). A store that "
+        "does not answer leaves its own numbers null",
+        (200, OverviewView, "the snapshot"),
+        (401, 403),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         resp.media = overview_view(self.gh, self.checks)

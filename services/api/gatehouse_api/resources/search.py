@@ -8,7 +8,9 @@ from gatehouse import search
 from gatehouse.catalog.rules import STATUSES
 from gatehouse.catalog.handlers import CatalogHandlers
 from gatehouse.errors import ValidationFailed
+from gatehouse.search.store import Q_MAX
 from gatehouse_api.auth import principal, require_admin
+from gatehouse_api.openapi import contract, query
 from gatehouse_api.schemas import ReindexStarted, SearchHit, SearchPage
 
 
@@ -26,6 +28,16 @@ class Search:
     def __init__(self, search: search.SearchStore) -> None:
         self.search = search
 
+    @contract(
+        "Search the catalog (PostgreSQL full text; the last word is a prefix)",
+        (200, SearchPage, "the best matches, ranked"),
+        (401, 403, 422),
+        params=[
+            query("q", required=True, minLength=1, maxLength=Q_MAX),
+            query("status", enum=list(STATUSES)),
+            query("limit", type="integer", minimum=1, maximum=search.LIMIT_MAX),
+        ],
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         q = req.get_param("q")
@@ -49,6 +61,11 @@ class SearchReindex:
     def __init__(self, handlers: CatalogHandlers) -> None:
         self.handlers = handlers
 
+    @contract(
+        "Rebuild the search index (one live re-index at a time)",
+        (202, ReindexStarted, "queued, or the live one (`alreadyRunning`)"),
+        (401, 403),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         reindex = self.handlers.start_reindex(requester=principal(req).user_id)

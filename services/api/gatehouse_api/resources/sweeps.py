@@ -17,6 +17,7 @@ from gatehouse.sweeps.store import SweepStore
 from gatehouse.sweeps.tables import CartRecord, PriceListRecord, RfqRecord
 from gatehouse_api.auth import principal, require_admin
 from gatehouse_api.body import read_json
+from gatehouse_api.openapi import contract
 from gatehouse_api.schemas import (
     CartView,
     CreateCart,
@@ -72,6 +73,12 @@ class _Resource:
 
 
 class Carts(_Resource):
+    @contract(
+        "Create an open cart",
+        (201, CartView, "created"),
+        (400, 401, 403, 404, 409, 413, 415, 422),
+        body=(CreateCart, True),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = self._body(req, CreateCart)
         cart = self.handlers.create_cart(body.customerRef, [i.model_dump() for i in body.items])
@@ -81,10 +88,17 @@ class Carts(_Resource):
 
 
 class Cart(_Resource):
+    @contract("Read a cart", (200, CartView, "the cart"), (401, 403, 404, 409))
     def on_get(self, req: falcon.Request, resp: falcon.Response, cart_id: uuid.UUID) -> None:
         require_admin(req)
         resp.media = cart_view(self.store.get_cart(cart_id))
 
+    @contract(
+        "Replace a cart's items (touches updatedAt; an abandoned cart is open again)",
+        (200, CartView, "the cart as changed"),
+        (400, 401, 403, 404, 409, 413, 415, 422),
+        body=(PatchCart, True),
+    )
     def on_patch(self, req: falcon.Request, resp: falcon.Response, cart_id: uuid.UUID) -> None:
         body = self._body(req, PatchCart)
         items = [i.model_dump() for i in body.items]
@@ -92,6 +106,12 @@ class Cart(_Resource):
 
 
 class PriceLists(_Resource):
+    @contract(
+        "Create a price list (scheduled, active or expired by its times)",
+        (201, PriceListView, "created"),
+        (400, 401, 403, 404, 409, 413, 415, 422),
+        body=(CreatePriceList, True),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = self._body(req, CreatePriceList)
         price_list = self.handlers.create_price_list(body.name, body.validFrom, body.validTo)
@@ -101,12 +121,19 @@ class PriceLists(_Resource):
 
 
 class PriceList(_Resource):
+    @contract("Read a price list", (200, PriceListView, "the price list"), (401, 403, 404, 409))
     def on_get(self, req: falcon.Request, resp: falcon.Response, price_list_id: uuid.UUID) -> None:
         require_admin(req)
         resp.media = price_list_view(self.store.get_price_list(price_list_id))
 
 
 class Rfqs(_Resource):
+    @contract(
+        "Create a request for quotation (open until expiresAt)",
+        (201, RfqView, "created"),
+        (400, 401, 403, 404, 409, 413, 415, 422),
+        body=(CreateRfq, True),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = self._body(req, CreateRfq)
         rfq = self.handlers.create_rfq(body.customerRef, body.expiresAt)
@@ -116,6 +143,7 @@ class Rfqs(_Resource):
 
 
 class Rfq(_Resource):
+    @contract("Read an RFQ", (200, RfqView, "the RFQ"), (401, 403, 404, 409))
     def on_get(self, req: falcon.Request, resp: falcon.Response, rfq_id: uuid.UUID) -> None:
         require_admin(req)
         resp.media = rfq_view(self.store.get_rfq(rfq_id))

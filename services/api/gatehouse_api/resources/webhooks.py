@@ -14,6 +14,7 @@ from gatehouse.webhooks.store import EVENT_TYPES, WebhookStore
 from gatehouse.webhooks.tables import STATUSES, AttemptRecord, DeliveryRecord, EndpointRecord
 from gatehouse_api.auth import require_admin
 from gatehouse_api.body import read_json
+from gatehouse_api.openapi import contract, page_params, query
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit, uuid_param
 from gatehouse_api.schemas import (
     AttemptView,
@@ -151,6 +152,12 @@ class _Resource:
 
 
 class Endpoints(_Resource):
+    @contract(
+        "Add an endpoint; its whsec_ secret is shown only in this answer",
+        (201, EndpointCreated, "created"),
+        (400, 401, 403, 413, 415, 422),
+        body=(CreateEndpoint, True),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         body = read_json(req, CreateEndpoint, max_bytes=self.max_body_bytes)
@@ -163,22 +170,35 @@ class Endpoints(_Resource):
             mode="json"
         )
 
+    @contract("List endpoints", (200, EndpointList, "every endpoint"), (401, 403))
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         resp.media = self.views.endpoints()
 
 
 class DeliveryCountsByEndpoint(_Resource):
+    @contract(
+        "Count each endpoint's deliveries by status",
+        (200, DeliveryCountList, "one entry per endpoint, every status (zeros too)"),
+        (401, 403),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         resp.media = self.views.counts()
 
 
 class Endpoint(_Resource):
+    @contract("Read an endpoint", (200, EndpointView, "the endpoint"), (401, 403, 404))
     def on_get(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
         require_admin(req)
         resp.media = self.views.endpoint(endpoint_id)
 
+    @contract(
+        "Edit an endpoint (url, eventTypes, enabled, description)",
+        (200, EndpointView, "the endpoint as changed"),
+        (400, 401, 403, 404, 413, 415, 422),
+        body=(PatchEndpoint, True),
+    )
     def on_patch(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
         require_admin(req)
         body = read_json(req, PatchEndpoint, max_bytes=self.max_body_bytes)
@@ -194,6 +214,7 @@ class Endpoint(_Resource):
             )
         )
 
+    @contract("Delete an endpoint and its deliveries", (204, None, "deleted"), (401, 403, 404))
     def on_delete(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
         require_admin(req)
         self.actions.handlers.delete_endpoint(endpoint_id)
@@ -201,12 +222,18 @@ class Endpoint(_Resource):
 
 
 class RotateSecret(_Resource):
+    @contract(
+        "Issue a new secret; the old one also signs for WEBHOOK_ROTATION_GRACE_MS",
+        (200, SecretRotated, "the new secret, shown once"),
+        (401, 403, 404),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
         require_admin(req)
         resp.media = self.actions.rotate_secret(endpoint_id)
 
 
 class SendTest(_Resource):
+    @contract("Send a webhook.test event to this endpoint", (202, TestSent, "queued"), (401, 403, 404, 409))
     def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
         require_admin(req)
         sent = self.actions.send_test(endpoint_id)
@@ -218,6 +245,12 @@ class SendTest(_Resource):
 class ReplayEndpoint(_Resource):
     """Replay every dead delivery of the endpoint (since ``since``): one queued job does it."""
 
+    @contract(
+        "Replay the endpoint's dead deliveries (since a time): one queued job",
+        (202, ReplayQueued, "queued"),
+        (401, 403, 404, 422),
+        params=[query("since", format="date-time")],
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
         require_admin(req)
         queued = self.actions.replay_since(endpoint_id, instant(req.get_param("since"), "since"))
@@ -227,18 +260,35 @@ class ReplayEndpoint(_Resource):
 
 
 class Deliveries(_Resource):
+    @contract(
+        "List deliveries, newest first",
+        (200, DeliveryPage, "a page of deliveries"),
+        (401, 403, 422),
+        params=page_params(
+            query("endpointId", format="uuid"),
+            query("status", enum=list(STATUSES)),
+            query("eventType", enum=list(EVENT_TYPES)),
+            query("since", format="date-time"),
+        ),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         resp.media = self.views.deliveries(req.get_param, limit=page_limit(req.get_param("limit")))
 
 
 class Delivery(_Resource):
+    @contract("Read a delivery with its attempts", (200, DeliveryDetail, "the delivery"), (401, 403, 404))
     def on_get(self, req: falcon.Request, resp: falcon.Response, delivery_id: uuid.UUID) -> None:
         require_admin(req)
         resp.media = self.views.delivery(delivery_id)
 
 
 class ReplayDelivery(_Resource):
+    @contract(
+        "Re-send a dead or delivered message (same webhook-id, new series of attempts)",
+        (202, DeliveryView, "queued"),
+        (401, 403, 404, 409),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response, delivery_id: uuid.UUID) -> None:
         require_admin(req)
         replayed = self.actions.replay_delivery(delivery_id)
