@@ -190,9 +190,7 @@ def bootstrap(
         webhooks=webhooks,
         webhook_slots=webhook_slots,
         sweeps=sweeps,
-        job_handlers=JobHandlers(
-            uow, jobs, gate, dispatcher, reconcile_grace_ms=settings.reconcile_grace_ms
-        ),
+        job_handlers=JobHandlers(uow, jobs, gate, dispatcher, reconcile_grace_ms=settings.reconcile_grace_ms),
         catalog_handlers=CatalogHandlers(
             uow,
             catalog,

@@ -35,7 +35,7 @@ def worker() -> None:
     """
     os.environ["BACKEND_ROLE"] = "worker"
     settings = settings_or_exit("gatehouse-worker", require=WORKER_NEEDS)
-    prepare_children(settings, "gatehouse-worker")
+    prepare_children(settings, "gatehouse-worker")  # its processes read their settings themselves
     sys.argv = [
         "gatehouse-worker",
         SETUP,

@@ -125,7 +125,9 @@ class JobRuntime(Middleware):
         claim = self._claim(job_type, job_id, number)
         if claim is None:
             return
-        ctx = JobContext(claim=claim, jobs=self.jobs, wb_access=self.wb_access, poll_delay_ms=self.g.poll_delay_ms)
+        ctx = JobContext(
+            claim=claim, jobs=self.jobs, wb_access=self.wb_access, poll_delay_ms=self.g.poll_delay_ms
+        )
         self.leases.add(ctx)
         try:
             facts, outcome = self._admit(job_type, ctx)
@@ -141,7 +143,9 @@ class JobRuntime(Middleware):
 
     def _put_back(self, job_type: JobType, job_id: str, number: int, delay_ms: int, why: str) -> None:
         """The message again, later and unchanged: it was not claimed, so the row still waits for it."""
-        message = JobMessage(uuid.UUID(job_id), job_type.queue, job_type.name, number, current_millis() + delay_ms)
+        message = JobMessage(
+            uuid.UUID(job_id), job_type.queue, job_type.name, number, current_millis() + delay_ms
+        )
         try:
             self.dispatcher.send(message)
         except RedisError:
@@ -283,7 +287,12 @@ class JobRuntime(Middleware):
         def reschedule() -> None:
             with self.uow.autocommit() as tx:
                 self.jobs.reschedule(
-                    tx, claim, eta_ms=t.eta_ms, progress=progress, consume_attempt=t.consumes_attempt, error=t.error
+                    tx,
+                    claim,
+                    eta_ms=t.eta_ms,
+                    progress=progress,
+                    consume_attempt=t.consumes_attempt,
+                    error=t.error,
                 )
                 # The gate effect before the message goes out (at the end of the unit of work): a kept
                 # lease must be extended before the job can run again.
@@ -305,7 +314,9 @@ class JobRuntime(Middleware):
             return
         with self.uow.begin() as tx:
             if self.jobs.finish(tx, claim, state=state, progress=progress, result=t.result, error=t.error):
-                tx.publish(outcome_event(job_type, claim.job, FINISHED[t.kind], result=t.result, error=t.error))
+                tx.publish(
+                    outcome_event(job_type, claim.job, FINISHED[t.kind], result=t.result, error=t.error)
+                )
 
     def _write(self, write: Callable[[], Any], job_id: uuid.UUID) -> Any:
         """A row write that rides out a short PostgreSQL outage, up to the row's lease.
@@ -387,12 +398,18 @@ class JobRuntime(Middleware):
             metrics.GATE_HANDOFF.observe(max(0, now - int(released)) / 1000)
 
 
-def declare(broker: Broker, runtime: JobRuntime, job_type: JobType, body: Callable[[JobContext], Any]) -> Actor:
+def declare(
+    broker: Broker, runtime: JobRuntime, job_type: JobType, body: Callable[[JobContext], Any]
+) -> Actor:
     """The Dramatiq actor of a job type: the job id and the message's number are its arguments."""
 
     def run(job_id: str, number: int | None = None) -> None:
-        if number is None:  # a message of an older release (its number was an option): the row's is sent again
-            log.warning("job %s: a message without its number is dropped; reconciliation sends it again", job_id)
+        if (
+            number is None
+        ):  # a message of an older release (its number was an option): the row's is sent again
+            log.warning(
+                "job %s: a message without its number is dropped; reconciliation sends it again", job_id
+            )
             return
         runtime.run(job_type, body, job_id, number)
 

@@ -27,7 +27,12 @@ MAINTENANCE_QUEUE = "maintenance"
 
 
 def fan_out(
-    schedule: Schedule, *, submit: Callable[..., tuple], modules: ModuleStates, accounts: Accounts, redis: Redis
+    schedule: Schedule,
+    *,
+    submit: Callable[..., tuple],
+    modules: ModuleStates,
+    accounts: Accounts,
+    redis: Redis,
 ) -> tuple[int, int]:
     """One job per active account (a single-job schedule: one job); returns (created, already running)."""
     payload = schedule.payload()

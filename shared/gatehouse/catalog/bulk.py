@@ -490,7 +490,13 @@ class BulkStore:
             self.notifications.notify(tx, **notice)
 
     def insert(
-        self, tx: Tx, selection: Selection, patch: ProductPatch, request: dict[str, Any], *, requester: uuid.UUID | None
+        self,
+        tx: Tx,
+        selection: Selection,
+        patch: ProductPatch,
+        request: dict[str, Any],
+        *,
+        requester: uuid.UUID | None,
     ) -> OperationRecord:
         """Record the operation over its selection (resolved now); ValidationFailed if it matches no product."""
         self._require_attributes(tx.conn, patch)

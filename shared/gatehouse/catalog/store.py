@@ -130,7 +130,11 @@ class CatalogStore:
             return current, False
         self._require_attributes(
             conn,
-            {code: "attributes" for code, v in (change.after.get("attributes") or {}).items() if v is not None},
+            {
+                code: "attributes"
+                for code, v in (change.after.get("attributes") or {}).items()
+                if v is not None
+            },
         )
         assignments = ", ".join(
             f"{column} = CAST(:{column} AS jsonb)" if column == "attributes" else f"{column} = :{column}"

@@ -71,7 +71,14 @@ class NotificationStore:
         notification_id = uuid.uuid4()
         tx.conn.execute(
             INSERT,
-            {"id": notification_id, "user_id": user_id, "kind": kind, "title": title, "body": body, "link": link},
+            {
+                "id": notification_id,
+                "user_id": user_id,
+                "kind": kind,
+                "title": title,
+                "body": body,
+                "link": link,
+            },
         )
         # An e-mail job has no account, so the live-job index (account, type) never refuses it.
         self.jobs.create(tx, NOTIFICATION_EMAIL, payload={"notificationId": str(notification_id)})

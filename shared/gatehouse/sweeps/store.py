@@ -47,7 +47,9 @@ class SweepStore:
     def get_cart(self, cart_id: uuid.UUID) -> CartRecord:
         return CartRecord(*self._get("carts", CART_COLUMNS, cart_id, "cart"))
 
-    def set_cart_items(self, tx: Tx, cart_id: uuid.UUID, items: list[dict[str, Any]], *, actor: str) -> CartRecord:
+    def set_cart_items(
+        self, tx: Tx, cart_id: uuid.UUID, items: list[dict[str, Any]], *, actor: str
+    ) -> CartRecord:
         """New items; it touches the cart (``updated_at``), and an abandoned cart is open again.
 
         The change and its audit row commit together. A sweep flipping this cart
@@ -83,7 +85,9 @@ class SweepStore:
 
     # -- price lists -------------------------------------------------------------------
 
-    def create_price_list(self, tx: Tx, name: str, valid_from: datetime, valid_to: datetime) -> PriceListRecord:
+    def create_price_list(
+        self, tx: Tx, name: str, valid_from: datetime, valid_to: datetime
+    ) -> PriceListRecord:
         """Its status follows the times on the database clock: scheduled, active or already expired."""
         rules.check_text(name, "name", rules.NAME_MAX)
         rules.check_validity(valid_from, valid_to)

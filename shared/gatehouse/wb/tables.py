@@ -129,17 +129,23 @@ class WbData:
     def read_cursor(self, account_id: uuid.UUID, feed: str) -> str | None:
         with self.engine.connect() as conn:
             row = conn.execute(
-                select(WbFeedCursor.cursor).where(WbFeedCursor.account_id == account_id, WbFeedCursor.feed == feed)
+                select(WbFeedCursor.cursor).where(
+                    WbFeedCursor.account_id == account_id, WbFeedCursor.feed == feed
+                )
             ).first()
         return row[0] if row else None
 
     def save_cursor(self, account_id: uuid.UUID, feed: str, cursor: str) -> None:
         self.upsert_values(WbFeedCursor, [{"account_id": account_id, "feed": feed, "cursor": cursor}])
 
-    def upsert(self, dataset: tuple[type[SQLModel], Keys], account_id: uuid.UUID, rows: Iterable[dict]) -> int:
+    def upsert(
+        self, dataset: tuple[type[SQLModel], Keys], account_id: uuid.UUID, rows: Iterable[dict]
+    ) -> int:
         """Insert or refresh ``rows``; returns how many were written."""
         model, keys = dataset
-        return self.upsert_values(model, [{"account_id": account_id, **keys(row), "data": row} for row in rows])
+        return self.upsert_values(
+            model, [{"account_id": account_id, **keys(row), "data": row} for row in rows]
+        )
 
     def upsert_values(self, model: type[SQLModel], values: list[dict[str, Any]]) -> int:
         if not values:

@@ -391,7 +391,9 @@ class WebhookStore:
             if row is None:
                 raise NotFound(f"webhook delivery {delivery_id} not found")
             attempts = conn.execute(
-                text(f"SELECT {ATTEMPT_COLUMNS} FROM webhook_attempts WHERE delivery_id = :id ORDER BY attempt"),
+                text(
+                    f"SELECT {ATTEMPT_COLUMNS} FROM webhook_attempts WHERE delivery_id = :id ORDER BY attempt"
+                ),
                 {"id": delivery_id},
             )
             return DeliveryRecord(*row), [AttemptRecord(*a) for a in attempts]
@@ -481,7 +483,12 @@ class WebhookStore:
         )
         batches = tx.conn.execute(
             text(REPLAY.format(where=where, skip="SKIP LOCKED")),
-            {"endpoint_id": endpoint_id, "since": since, "limit": REPLAY_BATCH, "batch_size": self.batch_size},
+            {
+                "endpoint_id": endpoint_id,
+                "since": since,
+                "limit": REPLAY_BATCH,
+                "batch_size": self.batch_size,
+            },
         ).all()
         self._queue(tx, batches)
         return sum(b.size for b in batches)
@@ -506,7 +513,9 @@ class WebhookStore:
         ids = [r[0] for r in live]
         if not enabled:
             conn.execute(
-                text("UPDATE webhook_deliveries SET status = 'dead', updated_at = now() WHERE id = ANY(:ids)"),
+                text(
+                    "UPDATE webhook_deliveries SET status = 'dead', updated_at = now() WHERE id = ANY(:ids)"
+                ),
                 {"ids": ids},
             )
             return "endpoint-disabled"
@@ -519,9 +528,13 @@ class WebhookStore:
             {"ids": ids},
         )
         cipher = self._cipher()
-        secrets = (cipher.decrypt(secret),) + ((cipher.decrypt(previous),) if previous and previous_live else ())
+        secrets = (cipher.decrypt(secret),) + (
+            (cipher.decrypt(previous),) if previous and previous_live else ()
+        )
         attempts = tuple(
-            Attempt(d, n + 1, message_id, signing.body_of(payload), "pending" if was == "pending" else "failed")
+            Attempt(
+                d, n + 1, message_id, signing.body_of(payload), "pending" if was == "pending" else "failed"
+            )
             for d, was, n, message_id, payload, *_ in live
         )
         return Run(job_id, endpoint_id, url, secrets, attempts)

@@ -69,7 +69,13 @@ class BulkViews:
         return operation_view(self.bulk.get(op_id))
 
     def page(
-        self, *, status: str | None, type: str | None, limit: int, cursor: str | None, failed_items: bool = True
+        self,
+        *,
+        status: str | None,
+        type: str | None,
+        limit: int,
+        cursor: str | None,
+        failed_items: bool = True,
     ) -> dict:
         """A page of operations, newest first (the JSON list and the console's Bulk actions).
 

@@ -7,8 +7,8 @@ import uuid
 import falcon
 
 from gatehouse.catalog import AttributeRecord, NewProduct, Price, ProductPatch, ProductRecord
-from gatehouse.catalog.rules import STATUSES
 from gatehouse.catalog.handlers import CatalogHandlers
+from gatehouse.catalog.rules import STATUSES
 from gatehouse.catalog.store import CatalogStore
 from gatehouse_api.auth import principal, require_admin
 from gatehouse_api.body import read_json
@@ -75,7 +75,6 @@ class _Resource:
 
 
 class Products(_Resource):
-
     @contract(
         "Create a product",
         (201, ProductView, "created"),
@@ -112,7 +111,6 @@ class Products(_Resource):
 class ProductsBatch(_Resource):
     """Up to 1,000 products in one transaction: all are created, or none."""
 
-
     @contract(
         "Create up to 1,000 products, all or nothing",
         (201, ProductsCreated, "all created"),
@@ -128,7 +126,6 @@ class ProductsBatch(_Resource):
 
 
 class Product(_Resource):
-
     @contract("Read a product", (200, ProductView, "the product"), (401, 403, 404))
     def on_get(self, req: falcon.Request, resp: falcon.Response, product_id: uuid.UUID) -> None:
         require_admin(req)
@@ -155,7 +152,6 @@ class Product(_Resource):
 
 
 class Attributes(_Resource):
-
     @contract(
         "Define a product attribute",
         (201, AttributeView, "created"),
@@ -178,7 +174,6 @@ class Attributes(_Resource):
 
 
 class Attribute(_Resource):
-
     @contract(
         "Edit an attribute (label, searchable); the change is audited; a searchable flip queues a re-index",
         (200, AttributePatched, "the attribute as changed (with `reindex` when searchable flipped)"),

@@ -56,7 +56,9 @@ class JobViews:
     def recent(self, account_id: uuid.UUID, *, limit: int) -> list[JobRecord]:
         return self.jobs.list_jobs(account_id=account_id, limit=limit)
 
-    def page(self, param: Callable[[str], str | None], *, limit: int, account_id: uuid.UUID | None = None) -> dict:
+    def page(
+        self, param: Callable[[str], str | None], *, limit: int, account_id: uuid.UUID | None = None
+    ) -> dict:
         """A page (JobPage) of jobs newest first (one account's, with ``account_id``), by ``param``'s
         state, phase, type, tier, accountId, createdAfter, createdBefore and cursor."""
         cursor = param("cursor")
@@ -84,7 +86,12 @@ class _Create:
         self.handlers, self.accounts, self.max_body_bytes = handlers, accounts, max_body_bytes
 
     def accept(
-        self, req: falcon.Request, resp: falcon.Response, job_type: JobType, account_id: uuid.UUID, payload: dict
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        job_type: JobType,
+        account_id: uuid.UUID,
+        payload: dict,
     ) -> None:
         if principal(req).account_id != account_id:
             # An account's own key proves the account exists (its keys go with it); anyone else's

@@ -44,9 +44,9 @@ class Modules:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         self.modules.all(fresh=True)
-        resp.media = ModuleList(
-            items=[module_view(self.modules.state(name)) for name in MODULES]
-        ).model_dump(mode="json")
+        resp.media = ModuleList(items=[module_view(self.modules.state(name)) for name in MODULES]).model_dump(
+            mode="json"
+        )
 
 
 class Module:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import falcon
 
 from gatehouse import search
-from gatehouse.catalog.rules import STATUSES
 from gatehouse.catalog.handlers import CatalogHandlers
+from gatehouse.catalog.rules import STATUSES
 from gatehouse.errors import ValidationFailed
 from gatehouse.search.store import Q_MAX
 from gatehouse_api.auth import principal, require_admin
