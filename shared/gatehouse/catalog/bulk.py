@@ -54,6 +54,7 @@ from sqlmodel import Field, SQLModel
 from gatehouse.catalog import rules
 from gatehouse.catalog.rules import Price, ProductPatch
 from gatehouse.catalog.store import CatalogStore
+from gatehouse.db import one_or_404
 from gatehouse.errors import NotFound, ValidationFailed
 from gatehouse.events import Event
 from gatehouse.job_types import CATALOG_BULK_OPERATION
@@ -611,13 +612,9 @@ class BulkStore:
             self.ended(tx, OperationRecord(*row), notify=True)
 
     def get(self, op_id: uuid.UUID) -> OperationRecord:
+        sql = text(f"SELECT {COLUMNS} FROM catalog_bulk_operations WHERE id = :id")
         with self.engine.connect() as conn:
-            row = conn.execute(
-                text(f"SELECT {COLUMNS} FROM catalog_bulk_operations WHERE id = :id"), {"id": op_id}
-            ).one_or_none()
-        if row is None:
-            raise NotFound(f"bulk operation {op_id} not found")
-        return OperationRecord(*row)
+            return OperationRecord(*one_or_404(conn, sql, {"id": op_id}, f"bulk operation {op_id}"))
 
     def failures(self, op_id: uuid.UUID, *, limit: int = 50, after: int = 0) -> list[FailureRecord]:
         """The operation's failed items after position ``after``, in order, with their products' SKU and name."""

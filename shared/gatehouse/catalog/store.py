@@ -13,7 +13,8 @@ from gatehouse import audit
 from gatehouse.catalog import rules
 from gatehouse.catalog.rules import NewProduct, Price, ProductPatch
 from gatehouse.catalog.tables import ATTRIBUTE_COLUMNS, PRODUCT_COLUMNS, AttributeRecord, ProductRecord
-from gatehouse.errors import Conflict, NotFound, ValidationFailed
+from gatehouse.db import one_or_404
+from gatehouse.errors import Conflict, ValidationFailed
 from gatehouse.paging import newest_first
 from gatehouse.search import documents
 
@@ -79,13 +80,9 @@ class CatalogStore:
         return len(created)
 
     def get_product(self, product_id: uuid.UUID) -> ProductRecord:
+        sql = text(f"SELECT {PRODUCT_COLUMNS} FROM products WHERE id = :id")
         with self.engine.connect() as conn:
-            row = conn.execute(
-                text(f"SELECT {PRODUCT_COLUMNS} FROM products WHERE id = :id"), {"id": product_id}
-            ).one_or_none()
-        if row is None:
-            raise NotFound(f"product {product_id} not found")
-        return ProductRecord(*row)
+            return ProductRecord(*one_or_404(conn, sql, {"id": product_id}, f"product {product_id}"))
 
     def list_products(
         self,
@@ -112,12 +109,8 @@ class CatalogStore:
         document; returns the product and whether anything changed."""
         rules.check_patch(patch)
         conn = tx.conn
-        row = conn.execute(
-            text(f"SELECT {PRODUCT_COLUMNS} FROM products WHERE id = :id FOR UPDATE"), {"id": product_id}
-        ).one_or_none()
-        if row is None:
-            raise NotFound(f"product {product_id} not found")
-        current = ProductRecord(*row)
+        sql = text(f"SELECT {PRODUCT_COLUMNS} FROM products WHERE id = :id FOR UPDATE")
+        current = ProductRecord(*one_or_404(conn, sql, {"id": product_id}, f"product {product_id}"))
         change = rules.apply(
             patch,
             name=current.name,
@@ -190,13 +183,8 @@ class CatalogStore:
         if label is not None:
             rules.check_label(label)
         conn = tx.conn
-        row = conn.execute(
-            text(f"SELECT {ATTRIBUTE_COLUMNS} FROM attributes WHERE code = :code FOR UPDATE"),
-            {"code": code},
-        ).one_or_none()
-        if row is None:
-            raise NotFound(f"attribute {code} not found")
-        current = AttributeRecord(*row)
+        sql = text(f"SELECT {ATTRIBUTE_COLUMNS} FROM attributes WHERE code = :code FOR UPDATE")
+        current = AttributeRecord(*one_or_404(conn, sql, {"code": code}, f"attribute {code}"))
         before, after = {}, {}
         for key, old, new in (
             ("label", current.label, label),

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine, text
 
 from gatehouse import audit
-from gatehouse.errors import NotFound
+from gatehouse.db import one_or_404
 from gatehouse.sweeps import rules
 from gatehouse.sweeps.tables import (
     CART_COLUMNS,
@@ -58,12 +58,8 @@ class SweepStore:
         """
         rules.check_items(items)
         conn = tx.conn
-        row = conn.execute(
-            text(f"SELECT {CART_COLUMNS} FROM carts WHERE id = :id FOR UPDATE"), {"id": cart_id}
-        ).one_or_none()
-        if row is None:
-            raise NotFound(f"cart {cart_id} not found")
-        current = CartRecord(*row)
+        sql = text(f"SELECT {CART_COLUMNS} FROM carts WHERE id = :id FOR UPDATE")
+        current = CartRecord(*one_or_404(conn, sql, {"id": cart_id}, f"cart {cart_id}"))
         rules.check_editable(current.status, cart_id)
         updated = CartRecord(
             *conn.execute(
@@ -126,9 +122,9 @@ class SweepStore:
 
     def _get(self, table: str, columns: str, row_id: uuid.UUID, what: str) -> Any:
         with self.engine.connect() as conn:
-            row = conn.execute(
-                text(f"SELECT {columns} FROM {table} WHERE id = :id"), {"id": row_id}
-            ).one_or_none()
-        if row is None:
-            raise NotFound(f"{what} {row_id} not found")
-        return row
+            return one_or_404(
+                conn,
+                text(f"SELECT {columns} FROM {table} WHERE id = :id"),
+                {"id": row_id},
+                f"{what} {row_id}",
+            )
