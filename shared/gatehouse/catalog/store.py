@@ -10,13 +10,12 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Engine, text
 
 from gatehouse import audit
-from gatehouse.catalog import rules
+from gatehouse.catalog import documents, rules
 from gatehouse.catalog.rules import NewProduct, Price, ProductPatch
 from gatehouse.catalog.tables import ATTRIBUTE_COLUMNS, PRODUCT_COLUMNS, AttributeRecord, ProductRecord
 from gatehouse.db import one_or_404
 from gatehouse.errors import Conflict, ValidationFailed
 from gatehouse.paging import newest_first
-from gatehouse.search import documents
 
 if TYPE_CHECKING:
     from gatehouse.uow import Tx
