@@ -34,13 +34,16 @@ from gatehouse.gate import RedisGate, owner
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Accepted, Delivery, JobRecord, JobStore
 from gatehouse.modules import ModuleStates
+from gatehouse.schedules import ScheduleRuns
 from gatehouse.search import SearchStore
 from gatehouse.settings import Settings, load_settings
 from gatehouse.sweeps import SweepStore
 from gatehouse.users import Users
 from gatehouse.wb.limits import Limit, client_limits
+from gatehouse.wb.pauses import AccountPauses
 from gatehouse.webhooks.slots import EndpointSlots
 from gatehouse.webhooks.store import WebhookStore
+from gatehouse.workers import Liveness
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,7 @@ class Gatehouse:
     accounts: Accounts
     gate: RedisGate
     buckets: RedisTokenBucket
+    pauses: AccountPauses
     wb_limits: dict[str, Limit]
     users: Users
     catalog: CatalogStore
@@ -67,6 +71,8 @@ class Gatehouse:
     webhooks: WebhookStore
     webhook_slots: EndpointSlots
     sweeps: SweepStore
+    liveness: Liveness
+    schedule_runs: ScheduleRuns
 
     def submit(
         self, job_type: JobType, *, account_id: uuid.UUID | None, payload: dict[str, Any] | None = None
@@ -166,6 +172,8 @@ def bootstrap(
 ) -> Gatehouse:
     settings = settings or load_settings()
     engine = engine or make_engine(settings)
+    # Every Redis key of this deployment starts with its namespace, as Dramatiq's do (below).
+    prefix = settings.broker_namespace
     # Short timeouts (REDIS_TIMEOUT_MS): a Redis that stopped answering fails a call fast.
     timeout = settings.redis_timeout_ms / 1000
     redis = redis or Redis.from_url(
@@ -204,8 +212,9 @@ def bootstrap(
             settings.admin_token.get_secret_value() if settings.admin_token else None,
             users,
         ),
-        gate=RedisGate(redis),
-        buckets=RedisTokenBucket(redis),
+        gate=RedisGate(redis, prefix=prefix, released_ttl_ms=settings.gate_lease_ms),
+        buckets=RedisTokenBucket(redis, prefix=prefix),
+        pauses=AccountPauses(redis, prefix=prefix),
         wb_limits=client_limits(settings.wb_limits, settings.wb_limit_headroom),
         users=users,
         catalog=CatalogStore(engine, events=events),
@@ -221,9 +230,11 @@ def bootstrap(
         modules=modules,
         # Webhook secrets are encrypted like WB tokens (TOKEN_ENCRYPTION_KEY; unset: refused when needed).
         webhooks=WebhookStore(engine, settings=settings, cipher=lambda: cipher or TokenCipher(settings)),
-        webhook_slots=EndpointSlots(redis),
+        webhook_slots=EndpointSlots(redis, prefix=prefix),
         # Carts, price lists, RFQs and their sweeps (run by jobs on the workers).
         sweeps=SweepStore(engine, events=events, modules=modules, settings=settings),
+        liveness=Liveness(redis, prefix=prefix, ttl_ms=settings.worker_dead_after_ms),
+        schedule_runs=ScheduleRuns(redis, prefix=prefix),
     )
     # The webhooks' outbox: every event becomes deliveries in the transaction that raised it.
     events.subscribe(gatehouse.webhooks.outbox)

@@ -40,7 +40,7 @@ from sqlalchemy import Connection, text
 from gatehouse.job_types import REGISTRY, WEBHOOK_QUEUE
 from gatehouse.models import LIVE_STATES
 from gatehouse.modules import ModuleStates, module_of_queue
-from gatehouse.workers import Liveness, WorkerBeat
+from gatehouse.workers import WorkerBeat
 
 if TYPE_CHECKING:
     from gatehouse.composition import Gatehouse
@@ -206,7 +206,7 @@ def snapshot(gh: Gatehouse, stores: dict[str, str]) -> Snapshot:
         )
         for name in names
     ]
-    alive = Liveness(gh.redis, ttl_ms=gh.settings.worker_dead_after_ms).alive() if redis else None
+    alive = gh.liveness.alive() if redis else None
     return Snapshot(
         at=datetime.now(UTC),
         stores=dict(stores),

@@ -29,7 +29,7 @@ from redis import RedisError
 
 from gatehouse import metrics
 from gatehouse.composition import Gatehouse
-from gatehouse.workers import DeadWorkers, Liveness, WorkerBeat, requeue_orphans
+from gatehouse.workers import DeadWorkers, WorkerBeat, requeue_orphans
 from gatehouse_worker.runtime import JobContext
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ class LeaseKeeper:
         self.gh = gh
         self.s = gh.settings
         self.worker = worker
-        self.liveness = Liveness(gh.redis, ttl_ms=self.s.worker_dead_after_ms)
+        self.liveness = gh.liveness
         self.dead = DeadWorkers(self.liveness, worker)
         self.info = WorkerBeat()
         self._held: dict[tuple[uuid.UUID, int], Held] = {}

@@ -43,11 +43,10 @@ from gatehouse import run_decision as rd
 from gatehouse.composition import Gatehouse
 from gatehouse.errors import JobPaused, PermanentJobError, RetryLater
 from gatehouse.events import on_cursor
-from gatehouse.gate import job_of, owner, released_key
+from gatehouse.gate import job_of, owner
 from gatehouse.job_types import JobType, outcome_event
 from gatehouse.jobs import Claim, Delivery, datetime_to_ms
 from gatehouse.modules import module_of_queue
-from gatehouse.wb import pauses
 from gatehouse.workers import process_name
 from gatehouse_worker.leases import LeaseKeeper
 from gatehouse_worker.runtime import Body, JobContext
@@ -227,8 +226,7 @@ class JobRuntime(Middleware):
         if ctx.job.account_id is None:
             return
         try:
-            pauses.record(
-                self.gh.redis,
+            self.gh.pauses.record(
                 str(ctx.job.account_id),
                 ctx.job.id,
                 at_ms=current_millis(),
@@ -355,9 +353,6 @@ class JobRuntime(Middleware):
 
     def _wake(self, account: str, best: str | None) -> None:
         """Make the best waiter due now; the row claim turns its old delayed copy into a no-op."""
-        if best is None:
-            return
-        self.gh.redis.set(released_key(account), current_millis(), px=self.s.gate_lease_ms)
         for _ in range(WAKE_TRIES):
             if best is None:
                 return
@@ -372,11 +367,11 @@ class JobRuntime(Middleware):
         now = current_millis()
         metrics.GATE_WAIT.observe((now - waiting_since_ms) / 1000)
         try:
-            released = self.gh.redis.getdel(released_key(account))
+            released = self.gh.gate.handed_off(account)
         except RedisError:
             return
         if released is not None:
-            metrics.GATE_HANDOFF.observe(max(0, now - int(released)) / 1000)
+            metrics.GATE_HANDOFF.observe(max(0, now - released) / 1000)
 
     def send(self, delivery: Delivery | None) -> None:
         if delivery is None:  # fenced out: another worker owns the row now

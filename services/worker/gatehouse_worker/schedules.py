@@ -19,7 +19,7 @@ from gatehouse import metrics
 from gatehouse.composition import Gatehouse
 from gatehouse.modules import module_of_queue
 from gatehouse.reconcile import reconcile
-from gatehouse.schedules import FANOUT_QUEUE, Schedule, record_run, schedules
+from gatehouse.schedules import FANOUT_QUEUE, Schedule, schedules
 
 log = logging.getLogger(__name__)
 MAINTENANCE_QUEUE = "maintenance"
@@ -31,13 +31,13 @@ def fan_out(gh: Gatehouse, schedule: Schedule) -> tuple[int, int]:
     created = running = 0
     module = module_of_queue(schedule.job_type.queue)
     if module is not None and not gh.modules.state(module.name, fresh=True).on:
-        record_run(gh.redis, schedule.name, datetime.now(UTC))
+        gh.schedule_runs.record_run(schedule.name, datetime.now(UTC))
         log.info("%s: module %s is off; nothing created", schedule.name, module.name)
         return created, running
     for account_id in gh.accounts.active_ids() if schedule.per_account else [None]:
         _, new = gh.submit(schedule.job_type, account_id=account_id, payload=payload)
         created, running = created + new, running + (not new)
-    record_run(gh.redis, schedule.name, datetime.now(UTC))
+    gh.schedule_runs.record_run(schedule.name, datetime.now(UTC))
     log.info("%s: %d job(s) created, %d already running", schedule.name, created, running)
     return created, running
 

@@ -8,7 +8,7 @@ import falcon
 
 from gatehouse.composition import Gatehouse
 from gatehouse.errors import NotFound
-from gatehouse.schedules import FANOUT_QUEUE, runs, schedules
+from gatehouse.schedules import FANOUT_QUEUE, schedules
 from gatehouse_api.auth import require_admin
 from gatehouse_api.resources.gates import gate_views
 from gatehouse_api.schemas import ScheduleList, ScheduleRun, ScheduleView
@@ -30,7 +30,7 @@ def schedule_views(gh: Gatehouse) -> list[ScheduleView]:
     """Each schedule with its cron (UTC), max wait, last and next run (the API's and the console's view)."""
     items = []
     for s in schedules(gh.settings.schedules).values():
-        last, next_ = runs(gh.redis, s.name)
+        last, next_ = gh.schedule_runs.runs(s.name)
         items.append(
             ScheduleView(
                 name=s.name,

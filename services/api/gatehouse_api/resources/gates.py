@@ -1,7 +1,7 @@
 """Seller accounts with their gates (admin): who holds each, who waits, WB's recent 429 pauses.
 
 ``gate_views`` is the one reading of a page of accounts: two Redis round trips for the whole
-page (``RedisGate.inspect_many`` and ``pauses.recent_many``), whatever its size. The JSON
+page (``RedisGate.inspect_many`` and ``AccountPauses.recent_many``), whatever its size. The JSON
 API and the console (gatehouse_api.console.accounts) both answer from it.
 """
 
@@ -16,7 +16,7 @@ import falcon
 from gatehouse.accounts import AccountListing
 from gatehouse.composition import Gatehouse
 from gatehouse.errors import ValidationFailed
-from gatehouse.gate import GateState, gate_keys, job_of
+from gatehouse.gate import GateState, job_of
 from gatehouse.models import Account
 from gatehouse.wb import pauses
 from gatehouse_api.auth import require_admin
@@ -79,14 +79,14 @@ Reading = tuple[AnyAccount, GateState, list[pauses.Pause]]
 def _read(gh: Gatehouse, accounts: list[AnyAccount]) -> list[Reading]:
     """Each account's gate and recent pauses, in two Redis round trips for all of them."""
     ids = [str(a.id) for a in accounts]
-    return list(zip(accounts, gh.gate.inspect_many(ids), pauses.recent_many(gh.redis, ids), strict=True))
+    return list(zip(accounts, gh.gate.inspect_many(ids), gh.pauses.recent_many(ids), strict=True))
 
 
 def _maybe_hot(gh: Gatehouse, accounts: list[AccountListing]) -> list[AccountListing]:
     keys = []
     for a in accounts:
-        gate = gate_keys(str(a.id))
-        keys += [gate.gate, gate.waiting, pauses.pauses_key(str(a.id))]
+        gate = gh.gate.keys(str(a.id))
+        keys += [gate.gate, gate.waiting, gh.pauses.key(str(a.id))]
     return [accounts[i] for i in gh.redis.register_script(MAYBE_HOT)(keys=keys)] if keys else []
 
 
