@@ -12,7 +12,6 @@ from gatehouse.composition import Components, bootstrap
 from gatehouse.operations import Operations
 from gatehouse.schedules import schedules
 from gatehouse.settings import Settings
-from gatehouse.workers import Liveness
 from gatehouse_api import console, errors, root
 from gatehouse_api.auth import Authenticate
 from gatehouse_api.console.session import Sessions
@@ -47,19 +46,13 @@ def create_app(c: Components) -> falcon.App:
     s = c.settings
     body = {"max_body_bytes": s.max_body_bytes}
     jobs_read = jobs.JobViews(c.jobs)
-    gate_views = gates.GateViews(c.accounts, c.gate, c.redis)
+    gate_views = gates.GateViews(c.accounts, c.gate, c.pauses, c.redis)
     bulk_views = bulk.BulkViews(c.bulk)
     webhook_views = webhooks.WebhookViews(c.webhooks)
     webhook_actions = webhooks.WebhookActions(c.webhook_handlers, c.webhooks)
-    schedule_views = admin.ScheduleViews(schedules(s.schedules), c.redis, c.dispatcher)
+    schedule_views = admin.ScheduleViews(schedules(s.schedules), c.schedule_runs, c.dispatcher)
     overview_views = overview.OverviewViews(
-        Operations(
-            c.engine,
-            c.redis,
-            s.broker_namespace,
-            c.modules,
-            Liveness(c.redis, ttl_ms=s.worker_dead_after_ms),
-        ),
+        Operations(c.engine, c.redis, s.broker_namespace, c.modules, c.liveness),
         schedule_views,
         # The overview waits less than /readyz for a store: one that does not answer leaves its numbers unknown.
         StoreChecks(c.engine, c.redis, timeout_ms=min(overview.STORE_CHECK_MS, s.ready_timeout_ms)),

@@ -35,7 +35,7 @@ from dramatiq import Actor, Broker, Middleware
 from dramatiq.common import current_millis
 from psycopg import OperationalError
 from psycopg_pool import PoolTimeout
-from redis import Redis, RedisError
+from redis import RedisError
 from sqlalchemy.exc import OperationalError as SaOperationalError
 from sqlalchemy.exc import TimeoutError as SaPoolTimeout
 
@@ -44,12 +44,12 @@ from gatehouse import progress as P
 from gatehouse import run_decision as rd
 from gatehouse.dispatch import Dispatcher
 from gatehouse.errors import JobPaused, PermanentJobError, RetryLater
-from gatehouse.gate import RedisGate, job_of, owner, released_key
+from gatehouse.gate import RedisGate, job_of, owner
 from gatehouse.job_types import JobType, Policies, outcome_event
 from gatehouse.jobs import Claim, JobMessage, JobStore, datetime_to_ms
 from gatehouse.modules import ModuleStates, module_of_queue
 from gatehouse.uow import UnitOfWork
-from gatehouse.wb import pauses
+from gatehouse.wb.pauses import AccountPauses
 from gatehouse_worker.leases import LeaseKeeper
 from gatehouse_worker.runtime import JobContext, WbAccess
 
@@ -89,7 +89,7 @@ class JobRuntime(Middleware):
         uow: UnitOfWork,
         jobs: JobStore,
         gate: RedisGate,
-        redis: Redis,
+        pauses: AccountPauses,
         dispatcher: Dispatcher,
         modules: ModuleStates,
         policies: Policies,
@@ -98,7 +98,7 @@ class JobRuntime(Middleware):
         timings: rd.Timings,
         gate_timings: GateTimings,
     ) -> None:
-        self.uow, self.jobs, self.gate, self.redis = uow, jobs, gate, redis
+        self.uow, self.jobs, self.gate, self.pauses = uow, jobs, gate, pauses
         self.dispatcher, self.modules, self.policies = dispatcher, modules, policies
         self.leases, self.wb_access = leases, wb_access
         self.timings, self.g = timings, gate_timings
@@ -250,8 +250,7 @@ class JobRuntime(Middleware):
         if ctx.job.account_id is None:
             return
         try:
-            pauses.record(
-                self.redis,
+            self.pauses.record(
                 str(ctx.job.account_id),
                 ctx.job.id,
                 at_ms=current_millis(),
@@ -374,9 +373,6 @@ class JobRuntime(Middleware):
 
     def _wake(self, account: str, best: str | None) -> None:
         """Make the best waiter due now; the row claim turns its old delayed copy into a no-op."""
-        if best is None:
-            return
-        self.redis.set(released_key(account), current_millis(), px=self.g.lease_ms)
         for _ in range(WAKE_TRIES):
             if best is None:
                 return
@@ -391,11 +387,11 @@ class JobRuntime(Middleware):
         now = current_millis()
         metrics.GATE_WAIT.observe((now - waiting_since_ms) / 1000)
         try:
-            released = self.redis.getdel(released_key(account))
+            released = self.gate.handed_off(account)
         except RedisError:
             return
         if released is not None:
-            metrics.GATE_HANDOFF.observe(max(0, now - int(released)) / 1000)
+            metrics.GATE_HANDOFF.observe(max(0, now - released) / 1000)
 
 
 def declare(

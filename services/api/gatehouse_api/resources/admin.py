@@ -5,11 +5,10 @@ from __future__ import annotations
 import uuid
 
 import falcon
-from redis import Redis
 
 from gatehouse.dispatch import Dispatcher
 from gatehouse.errors import NotFound
-from gatehouse.schedules import FANOUT_QUEUE, Schedule, runs
+from gatehouse.schedules import FANOUT_QUEUE, Schedule, ScheduleRuns
 from gatehouse_api.auth import require_admin
 from gatehouse_api.openapi import contract
 from gatehouse_api.resources.gates import GateViews
@@ -35,14 +34,14 @@ class AccountGate:
 class ScheduleViews:
     """The schedules as the API and the console show them, and an operator's "run now"."""
 
-    def __init__(self, schedules: dict[str, Schedule], redis: Redis, dispatcher: Dispatcher) -> None:
-        self.schedules, self.redis, self.dispatcher = schedules, redis, dispatcher
+    def __init__(self, schedules: dict[str, Schedule], runs: ScheduleRuns, dispatcher: Dispatcher) -> None:
+        self.schedules, self.runs, self.dispatcher = schedules, runs, dispatcher
 
     def all(self) -> list[ScheduleView]:
         """Each schedule with its cron (UTC), max wait, last and next run."""
         items = []
         for s in self.schedules.values():
-            last, next_ = runs(self.redis, s.name)
+            last, next_ = self.runs.runs(s.name)
             items.append(
                 ScheduleView(
                     name=s.name,

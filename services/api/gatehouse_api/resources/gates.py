@@ -1,7 +1,7 @@
 """Seller accounts with their gates (admin): who holds each, who waits, WB's recent 429 pauses.
 
 ``GateViews`` is the one reading of a page of accounts: two Redis round trips for the whole
-page (``RedisGate.inspect_many`` and ``pauses.recent_many``), whatever its size. The JSON
+page (``RedisGate.inspect_many`` and ``AccountPauses.recent_many``), whatever its size. The JSON
 API and the console (gatehouse_api.console.accounts) both answer from it.
 """
 
@@ -16,9 +16,10 @@ from redis import Redis
 
 from gatehouse.accounts import AccountListing, Accounts
 from gatehouse.errors import ValidationFailed
-from gatehouse.gate import GateState, RedisGate, gate_keys, job_of
+from gatehouse.gate import GateState, RedisGate, job_of
 from gatehouse.models import Account
 from gatehouse.wb import pauses
+from gatehouse.wb.pauses import AccountPauses
 from gatehouse_api.auth import require_admin
 from gatehouse_api.openapi import contract, page_params, query
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit
@@ -90,22 +91,20 @@ def _view(account: AnyAccount, state: GateState, recent: list[pauses.Pause]) -> 
 class GateViews:
     """Accounts with their gates as the API and the console show them."""
 
-    def __init__(self, accounts: Accounts, gate: RedisGate, redis: Redis) -> None:
-        self.accounts, self.gate, self.redis = accounts, gate, redis
+    def __init__(self, accounts: Accounts, gate: RedisGate, pauses: AccountPauses, redis: Redis) -> None:
+        self.accounts, self.gate, self.pauses = accounts, gate, pauses
         self._maybe_hot_script = redis.register_script(MAYBE_HOT)
 
     def _read(self, accounts: list[AnyAccount]) -> list[Reading]:
         """Each account's gate and recent pauses, in two Redis round trips for all of them."""
         ids = [str(a.id) for a in accounts]
-        return list(
-            zip(accounts, self.gate.inspect_many(ids), pauses.recent_many(self.redis, ids), strict=True)
-        )
+        return list(zip(accounts, self.gate.inspect_many(ids), self.pauses.recent_many(ids), strict=True))
 
     def _maybe_hot(self, accounts: list[AccountListing]) -> list[AccountListing]:
         keys = []
         for a in accounts:
-            gate = gate_keys(str(a.id))
-            keys += [gate.gate, gate.waiting, pauses.pauses_key(str(a.id))]
+            gate = self.gate.keys(str(a.id))
+            keys += [gate.gate, gate.waiting, self.pauses.key(str(a.id))]
         return [accounts[i] for i in self._maybe_hot_script(keys=keys)] if keys else []
 
     def of(self, accounts: list[AnyAccount]) -> list[dict]:
