@@ -164,8 +164,9 @@ class WorkerProcesses:
     def alive(self) -> int:
         """How many worker processes have a liveness key (written at boot, before they consume)."""
         client = redis.Redis.from_url(self.settings.redis_url)
+        pattern = liveness_key(self.settings.broker_namespace, "*")
         try:
-            return sum(1 for _ in client.scan_iter(match=liveness_key("*"), count=1000))
+            return sum(1 for _ in client.scan_iter(match=pattern, count=1000))
         finally:
             client.close()
 

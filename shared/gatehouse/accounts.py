@@ -10,14 +10,13 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Engine, select, text
-from sqlmodel import Session
+from sqlalchemy import Engine, text
 
 from gatehouse.audit import ADMIN_ACTOR
 from gatehouse.crypto import TokenCipher
 from gatehouse.db import Statements
 from gatehouse.errors import ConfigurationError, NotFound
-from gatehouse.models import Account, ApiKey
+from gatehouse.models import Account
 from gatehouse.paging import newest_first
 from gatehouse.users import USER_KEY_PREFIX, Users
 
@@ -50,7 +49,8 @@ class Principal:
 ADMIN = Principal(admin=True)
 
 
-SQL_ACCOUNT = f"SELECT {', '.join(Account.__table__.columns.keys())} FROM accounts WHERE id = %(id)s"
+ACCOUNT_COLUMNS = ", ".join(Account.__table__.columns.keys())
+SQL_ACCOUNT = f"SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE id = %(id)s"
 SQL_KEY = "SELECT account_id, secret_sha256 FROM api_keys WHERE id = %(id)s"
 
 
@@ -97,14 +97,19 @@ class Accounts:
         return self._cipher
 
     def create(self, name: str, wb_token: str) -> Account:
-        account = Account(name=name, wb_token_encrypted=self.cipher.encrypt(wb_token))
-        with Session(self.engine, expire_on_commit=False) as session:
-            session.add(account)
-            session.commit()
-        return account
+        params = {"id": uuid.uuid4(), "name": name, "token": self.cipher.encrypt(wb_token)}
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                text(
+                    "INSERT INTO accounts (id, name, wb_token_encrypted) VALUES (:id, :name, :token) "
+                    f"RETURNING {ACCOUNT_COLUMNS}"
+                ),
+                params,
+            ).one()
+        return Account(**row._mapping)
 
     def get(self, account_id: uuid.UUID) -> Account:
-        # One statement (a Session's read is three round trips: BEGIN, SELECT, ROLLBACK).
+        # One prepared statement on the hot path (a transaction would be three round trips).
         account = self._statements.one(SQL_ACCOUNT, {"id": account_id}, Account)
         if account is None:
             raise NotFound(f"account {account_id} not found")
@@ -117,9 +122,9 @@ class Accounts:
         return self.cipher.decrypt(encrypted)
 
     def active_ids(self) -> list[uuid.UUID]:
-        with Session(self.engine) as session:
+        with self.engine.connect() as conn:
             return list(
-                session.exec(select(Account.id).where(Account.active).order_by(Account.created_at)).scalars()
+                conn.execute(text("SELECT id FROM accounts WHERE active ORDER BY created_at")).scalars()
             )
 
     def page(
@@ -147,9 +152,11 @@ class Accounts:
         """A new account-scoped key; only its hash is kept, so this is the one time it is seen."""
         self.get(account_id)
         key_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
-        with Session(self.engine) as session:
-            session.add(ApiKey(id=key_id, account_id=account_id, secret_sha256=_sha256(secret)))
-            session.commit()
+        with self.engine.begin() as conn:
+            conn.execute(
+                text("INSERT INTO api_keys (id, account_id, secret_sha256) VALUES (:id, :account, :sha)"),
+                {"id": key_id, "account": account_id, "sha": _sha256(secret)},
+            )
         return f"{KEY_PREFIX}{key_id}_{secret}"
 
     def authenticate(self, token: str) -> Principal | None:

@@ -37,6 +37,7 @@ from gatehouse.job_types import WEBHOOK_DELIVER, Policies
 from gatehouse.jobs import JobStore
 from gatehouse.modules import ModuleStates
 from gatehouse.notifications import NotificationStore
+from gatehouse.schedules import ScheduleRuns
 from gatehouse.search import SearchStore
 from gatehouse.settings import Settings
 from gatehouse.sweeps import SweepStore
@@ -44,11 +45,13 @@ from gatehouse.sweeps.handlers import SweepHandlers
 from gatehouse.uow import UnitOfWork
 from gatehouse.users import Users
 from gatehouse.wb.limits import Limit, client_limits
+from gatehouse.wb.pauses import AccountPauses
 from gatehouse.webhooks import sender
 from gatehouse.webhooks.handlers import WebhookHandlers
 from gatehouse.webhooks.safety import Allowlist
 from gatehouse.webhooks.slots import EndpointSlots
 from gatehouse.webhooks.store import WebhookStore
+from gatehouse.workers import Liveness
 
 T = TypeVar("T")
 
@@ -83,6 +86,8 @@ class Components:
     users: Users
     gate: RedisGate
     buckets: RedisTokenBucket
+    pauses: AccountPauses
+    pauses: AccountPauses
     wb_limits: dict[str, Limit]
     catalog: CatalogStore
     bulk: BulkStore
@@ -92,6 +97,8 @@ class Components:
     webhooks: WebhookStore
     webhook_slots: EndpointSlots
     sweeps: SweepStore
+    liveness: Liveness
+    schedule_runs: ScheduleRuns
     job_handlers: JobHandlers
     catalog_handlers: CatalogHandlers
     webhook_handlers: WebhookHandlers
@@ -115,6 +122,8 @@ def bootstrap(
     consumer_middleware: MiddlewareFactory | None = None,
 ) -> Components:
     engine = engine or make_engine(settings)
+    # Every Redis key of this deployment starts with its namespace, as Dramatiq's do (below).
+    prefix = settings.broker_namespace
     # Short timeouts (REDIS_TIMEOUT_MS): a Redis that stopped answering fails a call fast.
     timeout = settings.redis_timeout_ms / 1000
     redis = redis or Redis.from_url(
@@ -142,7 +151,9 @@ def bootstrap(
     uow = UnitOfWork(engine, statements, bus, dispatcher.send)
     policies = Policies(settings)
     jobs = JobStore(statements, policies)
-    gate = RedisGate(redis)
+    # Every Redis key of this deployment starts with its namespace, as Dramatiq's do (below).
+    prefix = settings.broker_namespace
+    gate = RedisGate(redis, prefix=prefix, released_ttl_ms=settings.gate_lease_ms)
     notifications = NotificationStore(engine, jobs)
     catalog = CatalogStore(engine)
     bulk = BulkStore(engine, jobs=jobs, notifications=notifications)
@@ -158,7 +169,7 @@ def bootstrap(
     )
     # The webhooks' outbox: every event becomes deliveries in the transaction that raised it.
     bus.subscribe(webhooks.outbox)
-    webhook_slots = EndpointSlots(redis)
+    webhook_slots = EndpointSlots(redis, prefix=prefix)
     # Carts, price lists, RFQs and their sweeps (run by jobs on the workers).
     sweeps = SweepStore(engine)
     components = Components(
@@ -180,7 +191,8 @@ def bootstrap(
         ),
         users=users,
         gate=gate,
-        buckets=RedisTokenBucket(redis),
+        buckets=RedisTokenBucket(redis, prefix=prefix),
+        pauses=AccountPauses(redis, prefix=prefix),
         wb_limits=client_limits(settings.wb_limits, settings.wb_limit_headroom),
         catalog=catalog,
         bulk=bulk,
@@ -190,9 +202,9 @@ def bootstrap(
         webhooks=webhooks,
         webhook_slots=webhook_slots,
         sweeps=sweeps,
-        job_handlers=JobHandlers(
-            uow, jobs, gate, dispatcher, reconcile_grace_ms=settings.reconcile_grace_ms
-        ),
+        liveness=Liveness(redis, prefix=prefix, ttl_ms=settings.worker_dead_after_ms),
+        schedule_runs=ScheduleRuns(redis, prefix=prefix),
+        job_handlers=JobHandlers(uow, jobs, gate, dispatcher, reconcile_grace_ms=settings.reconcile_grace_ms),
         catalog_handlers=CatalogHandlers(
             uow,
             catalog,

@@ -1,9 +1,16 @@
 """The two ways to PostgreSQL, both built by the composition root, never at import.
 
-- the SQLAlchemy engine (psycopg 3): the domain stores' sessions and transactions;
+- the SQLAlchemy engine (psycopg 3 under it): every domain store's SQL, written as
+  SQLAlchemy Core ``text()`` with named ``:parameters`` and run in a unit of work's
+  transaction (gatehouse.uow) or, for reads, on a connection of its own. Core, not raw
+  psycopg, because the stores were already written in it, its named parameters and typed
+  binding read better than ``%(name)s``, and the unit of work's transaction is a
+  SQLAlchemy one that every store shares;
 - ``Statements``: single statements in autocommit on a plain psycopg pool, for the hot
-  paths that are one statement each (the job store, the API key check): one round trip,
-  prepared by the server after its first uses, rows as dataclasses with no model layer.
+  paths that are one statement each (the job store, the API key check and account read
+  of every request): one round trip, prepared by the server after its first uses, rows as
+  dataclasses with no model layer. The job store's statements inside a transaction run on
+  that transaction's psycopg connection (``Tx.cursor``).
 """
 
 from __future__ import annotations
@@ -16,8 +23,9 @@ from typing import Any, TypeVar
 from psycopg import Cursor
 from psycopg.rows import class_row
 from psycopg_pool import ConnectionPool
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Connection, Engine, Row, TextClause, create_engine, text
 
+from gatehouse.errors import NotFound
 from gatehouse.settings import Settings
 
 T = TypeVar("T")
@@ -34,6 +42,14 @@ def make_engine(settings: Settings) -> Engine:
         # Fail fast when PostgreSQL is down instead of hanging a request or a job.
         connect_args={"connect_timeout": 5},
     )
+
+
+def one_or_404(conn: Connection, sql: TextClause, params: dict[str, Any], what: str) -> Row:
+    """The one row ``sql`` finds, or NotFound ("<what> not found") when it finds none."""
+    row = conn.execute(sql, params).one_or_none()
+    if row is None:
+        raise NotFound(f"{what} not found")
+    return row
 
 
 def ping(engine: Engine) -> None:

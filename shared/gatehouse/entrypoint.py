@@ -30,11 +30,13 @@ def settings_or_exit(prog: str, *, require: tuple[str, ...] = ("database_url", "
         sys.exit(f"{prog}: {exc}")
 
 
-def prepare_children(settings: Settings, prog: str) -> None:
-    """Fresh runtime directories for this process tree (never reused across starts).
+def prepare_children(settings: Settings, prog: str) -> Settings:
+    """Fresh runtime directories for this process tree (never reused across starts); returns the
+    settings that name them.
 
     ``metrics/`` for prometheus-client's multiprocess files, ``alive/`` for the
-    worker processes' liveness files.
+    worker processes' liveness files. They are exported too, for children that read
+    their settings themselves (the dramatiq CLI's processes).
     """
     assert "prometheus_client" not in sys.modules, "export the metrics dir before importing prometheus_client"
     run = Path(tempfile.mkdtemp(prefix=f"{prog}-"))
@@ -43,3 +45,6 @@ def prepare_children(settings: Settings, prog: str) -> None:
     for name, variable in (("metrics", MULTIPROC_ENV), ("alive", "WORKER_ALIVE_DIR")):
         (run / name).mkdir()
         os.environ[variable] = str(run / name)
+    return settings.model_copy(
+        update={"prometheus_multiproc_dir": str(run / "metrics"), "worker_alive_dir": str(run / "alive")}
+    )

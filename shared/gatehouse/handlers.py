@@ -31,7 +31,13 @@ class JobHandlers:
     """What can be done to any job: submit, retry, cancel; and the recovery of lost runs and messages."""
 
     def __init__(
-        self, uow: UnitOfWork, jobs: JobStore, gate: RedisGate, dispatcher: Dispatcher, *, reconcile_grace_ms: int
+        self,
+        uow: UnitOfWork,
+        jobs: JobStore,
+        gate: RedisGate,
+        dispatcher: Dispatcher,
+        *,
+        reconcile_grace_ms: int,
     ) -> None:
         self.uow, self.jobs, self.gate, self.dispatcher = uow, jobs, gate, dispatcher
         self.reconcile_grace_ms = reconcile_grace_ms
@@ -111,7 +117,9 @@ class JobHandlers:
         # The requeued rows' messages are in the broker now, so the check below does not send
         # them a second time (a requeued row is waiting, and settled when grace_ms is short).
         with self.uow.autocommit() as tx:
-            candidates = self.jobs.settled_candidates(self.reconcile_grace_ms if grace_ms is None else grace_ms)
+            candidates = self.jobs.settled_candidates(
+                self.reconcile_grace_ms if grace_ms is None else grace_ms
+            )
             if candidates:
                 queued = self.dispatcher.queued_job_ids({c.queue for c in candidates})
                 missing = [c for c in candidates if str(c.job_id) not in queued]

@@ -351,7 +351,12 @@ class JobStore:
         raise RuntimeError(f"could not create or find a live {job_type.name} job for account {account_id}")
 
     def create_many(
-        self, tx: Tx, job_type: JobType, jobs: Sequence[tuple[uuid.UUID, dict[str, Any]]], *, delay_ms: int = 0
+        self,
+        tx: Tx,
+        job_type: JobType,
+        jobs: Sequence[tuple[uuid.UUID, dict[str, Any]]],
+        *,
+        delay_ms: int = 0,
     ) -> None:
         """Jobs without an account, ``(id, payload)`` each, in one statement; due after ``delay_ms``."""
         if not jobs:

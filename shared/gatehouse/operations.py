@@ -19,7 +19,7 @@ GET /v1/admin/overview:
   ``busy`` and the jobs themselves (``running_jobs``: what each one is doing); a worker that still has running rows but no key is listed as not
   alive (the next live worker's tick requeues its jobs).
 
-``snapshot`` puts them together for every queue of the job registry (zero
+``Operations.snapshot`` puts them together for every queue of the job registry (zero
 counts too), marks the queues whose module is off as paused, and reads only
 the stores the caller found answering (the API's readiness checks), so the
 overview still renders, with what it can know, while a store is down.
@@ -31,19 +31,15 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from dramatiq.common import xq_name
 from redis import Redis
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, Engine, text
 
 from gatehouse.job_types import REGISTRY, WEBHOOK_QUEUE
 from gatehouse.models import LIVE_STATES
 from gatehouse.modules import ModuleStates, module_of_queue
 from gatehouse.workers import Liveness, WorkerBeat
-
-if TYPE_CHECKING:
-    from gatehouse.composition import Components
 
 FAILED_WINDOW = "24 hours"
 # Written as the two partial indexes' predicates, so the planner can take each branch from one.
@@ -177,39 +173,47 @@ def workers(
     ]
 
 
-def _paused(modules: ModuleStates, queue: str) -> bool:
-    module = module_of_queue(queue)
-    return module is not None and not modules.state(module.name).on
+class Operations:
+    """The overview's reads: PostgreSQL, the broker's dead letters, the workers' liveness, the modules."""
 
+    def __init__(
+        self, engine: Engine, redis: Redis, namespace: str, modules: ModuleStates, liveness: Liveness
+    ) -> None:
+        self.engine, self.redis, self.namespace = engine, redis, namespace
+        self.modules, self.liveness = modules, liveness
 
-def snapshot(gh: Components, stores: dict[str, str]) -> Snapshot:
-    """The overview, reading only the stores ``stores`` says answer (the rest shows as unknown)."""
-    pg, redis = stores.get("postgresql") == "ok", stores.get("redis") == "ok"
-    counts: JobCounts | None = None
-    dead_webhooks: int | None = None
-    running: dict[str, list[RunningJob]] | None = None
-    if pg:
-        with gh.engine.connect() as conn:
-            counts = job_counts(conn)
-            dead_webhooks = dead_deliveries(conn)
-            running = running_jobs(conn)
-    names = queue_names(counts.queues if counts else ())
-    dead = dead_letters(gh.redis, gh.settings.broker_namespace, names) if redis else None
-    queues = [
-        QueueSnapshot(
-            name=name,
-            module=module.name if (module := module_of_queue(name)) else None,
-            paused=_paused(gh.modules, name) if pg else None,
-            counts=counts.queues.get(name, QueueCounts()) if counts else None,
-            dead_letters=dead[name] if dead is not None else None,
-            dead_deliveries=dead_webhooks if name == WEBHOOK_QUEUE else None,
+    def _paused(self, queue: str) -> bool:
+        module = module_of_queue(queue)
+        return module is not None and not self.modules.state(module.name).on
+
+    def snapshot(self, stores: dict[str, str]) -> Snapshot:
+        """The overview, reading only the stores ``stores`` says answer (the rest shows as unknown)."""
+        pg, redis = stores.get("postgresql") == "ok", stores.get("redis") == "ok"
+        counts: JobCounts | None = None
+        dead_webhooks: int | None = None
+        running: dict[str, list[RunningJob]] | None = None
+        if pg:
+            with self.engine.connect() as conn:
+                counts = job_counts(conn)
+                dead_webhooks = dead_deliveries(conn)
+                running = running_jobs(conn)
+        names = queue_names(counts.queues if counts else ())
+        dead = dead_letters(self.redis, self.namespace, names) if redis else None
+        queues = [
+            QueueSnapshot(
+                name=name,
+                module=module.name if (module := module_of_queue(name)) else None,
+                paused=self._paused(name) if pg else None,
+                counts=counts.queues.get(name, QueueCounts()) if counts else None,
+                dead_letters=dead[name] if dead is not None else None,
+                dead_deliveries=dead_webhooks if name == WEBHOOK_QUEUE else None,
+            )
+            for name in names
+        ]
+        alive = self.liveness.alive() if redis else None
+        return Snapshot(
+            at=datetime.now(UTC),
+            stores=dict(stores),
+            queues=queues,
+            workers=workers(alive, counts.busy if counts else None, running) if alive is not None else None,
         )
-        for name in names
-    ]
-    alive = Liveness(gh.redis, ttl_ms=gh.settings.worker_dead_after_ms).alive() if redis else None
-    return Snapshot(
-        at=datetime.now(UTC),
-        stores=dict(stores),
-        queues=queues,
-        workers=workers(alive, counts.busy if counts else None, running) if alive is not None else None,
-    )

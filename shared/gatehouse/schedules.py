@@ -6,7 +6,8 @@ pile-up) and never calls WB. A single-job schedule (``per_account=False``: the
 sweeps) enqueues one system job instead, through the same path (one live per
 type). SCHEDULES (JSON) overrides cron, max wait and
 enabled per schedule. The scheduler writes each schedule's last and next run
-to Redis, so the API can show them without knowing cron.
+to Redis (``ScheduleRuns``, under the deployment's prefix), so the API can show
+them without knowing cron.
 """
 
 from __future__ import annotations
@@ -80,19 +81,26 @@ def schedules(overrides: dict[str, dict[str, Any]]) -> dict[str, Schedule]:
     return by_name
 
 
-def schedule_key(name: str, what: str) -> str:
+def schedule_key(prefix: str, name: str, what: str) -> str:
     """Where the scheduler records a schedule's ``last`` or ``next`` run."""
-    return f"gatehouse:schedule:{name}:{what}"
+    return f"{prefix}:schedule:{name}:{what}"
 
 
-def record_run(redis: Redis, name: str, at: datetime) -> None:
-    redis.set(schedule_key(name, "last"), at.isoformat())
+class ScheduleRuns:
+    """Each schedule's last and next run in Redis, every key starting with ``prefix``."""
 
+    def __init__(self, redis: Redis, *, prefix: str) -> None:
+        self.redis = redis
+        self.prefix = prefix
 
-def record_next(redis: Redis, name: str, at: datetime) -> None:
-    redis.set(schedule_key(name, "next"), at.isoformat())
+    def record_run(self, name: str, at: datetime) -> None:
+        self.redis.set(schedule_key(self.prefix, name, "last"), at.isoformat())
 
+    def record_next(self, name: str, at: datetime) -> None:
+        self.redis.set(schedule_key(self.prefix, name, "next"), at.isoformat())
 
-def runs(redis: Redis, name: str) -> tuple[str | None, str | None]:
-    last, next_ = redis.mget(schedule_key(name, "last"), schedule_key(name, "next"))
-    return (last.decode() if last else None, next_.decode() if next_ else None)
+    def runs(self, name: str) -> tuple[str | None, str | None]:
+        last, next_ = self.redis.mget(
+            schedule_key(self.prefix, name, "last"), schedule_key(self.prefix, name, "next")
+        )
+        return (last.decode() if last else None, next_.decode() if next_ else None)

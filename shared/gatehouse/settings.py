@@ -78,7 +78,9 @@ class Settings(BaseSettings):
     # delay is multiplied by this (tests run the production schedules in ms).
     retry_delay_scale: float = 1.0
 
-    # Dramatiq broker tuning (see dramatiq's RedisBroker).
+    # Dramatiq broker tuning (see dramatiq's RedisBroker). The namespace prefixes every
+    # Redis key of the deployment, Dramatiq's and ours: deployments on one Redis database
+    # with different namespaces never see each other's queues, gates or workers.
     broker_namespace: str = "gatehouse"
     broker_heartbeat_timeout_ms: int = 60_000
     broker_maintenance_chance: int = 1_000
@@ -173,6 +175,14 @@ class Settings(BaseSettings):
     def _schedule(cls, value: list[int]) -> list[int]:
         if not value or any(delay < 0 for delay in value):
             raise ValueError("must be one or more delays in ms, comma-separated, none negative")
+        return value
+
+    @field_validator("broker_namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        # A brace would become the Redis Cluster hash tag of every key and put them all in one slot.
+        if not value or "{" in value or "}" in value:
+            raise ValueError(f"must be non-empty and without braces (got {value!r})")
         return value
 
     @field_validator("database_url", "redis_url", "wb_api_base_url", mode="before")

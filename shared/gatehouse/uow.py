@@ -117,6 +117,8 @@ class UnitOfWork:
                 self._send(message)
             except RedisError as exc:
                 log.warning(
-                    "job %s is saved but not enqueued (%s); reconciliation will enqueue it", message.job_id, exc
+                    "job %s is saved but not enqueued (%s); reconciliation will enqueue it",
+                    message.job_id,
+                    exc,
                 )
         tx.messages.clear()

@@ -19,6 +19,7 @@ from datetime import datetime
 from sqlalchemy import CheckConstraint, Column, DateTime, Engine, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
+from gatehouse.db import one_or_404
 from gatehouse.errors import Conflict, NotFound, ValidationFailed
 
 USER_KEY_PREFIX = "ghu_"
@@ -107,12 +108,14 @@ class Users:
 
     def get(self, user_id: uuid.UUID) -> UserRecord:
         with self.engine.connect() as conn:
-            row = conn.execute(
-                text(f"SELECT {COLUMNS} FROM users WHERE id = :id"), {"id": user_id}
-            ).one_or_none()
-        if row is None:
-            raise NotFound(f"user {user_id} not found")
-        return UserRecord(*row)
+            return UserRecord(
+                *one_or_404(
+                    conn,
+                    text(f"SELECT {COLUMNS} FROM users WHERE id = :id"),
+                    {"id": user_id},
+                    f"user {user_id}",
+                )
+            )
 
     def issue_key(self, user_id: uuid.UUID) -> str:
         """A new key of this user; only its hash is kept, so this is the one time it is seen."""

@@ -9,8 +9,10 @@ and no broker redelivery needed.
 
 The key's value says what the process is (``WorkerBeat``: its threads, its
 queues, when it started) and every beat also stamps the process in one sorted
-set (``WORKERS_KEY``), so the operations overview lists the live workers with
-one range read and one MGET instead of scanning the keyspace.
+set (``workers_key``), so the operations overview lists the live workers with
+one range read and one MGET instead of scanning the keyspace. Both keys start
+with the deployment's prefix (``BROKER_NAMESPACE``): a deployment sees only its
+own workers.
 """
 
 from __future__ import annotations
@@ -31,14 +33,17 @@ def process_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-# Every worker that beat lately, scored by its last beat (ms); its liveness key says whether it still lives.
-WORKERS_KEY = "gatehouse:workers"
 # A member whose last beat is older than this many of its key's lifetimes leaves the set.
 FORGET_AFTER_TTLS = 10
 
 
-def liveness_key(worker: str) -> str:
-    return f"gatehouse:worker:{worker}:alive"
+def workers_key(prefix: str) -> str:
+    """Every worker that beat lately, scored by its last beat (ms); its liveness key says whether it still lives."""
+    return f"{prefix}:workers"
+
+
+def liveness_key(prefix: str, worker: str) -> str:
+    return f"{prefix}:worker:{worker}:alive"
 
 
 @dataclass(frozen=True)
@@ -77,31 +82,36 @@ class WorkerBeat:
 
 
 class Liveness:
-    def __init__(self, redis: Redis, *, ttl_ms: int) -> None:
+    def __init__(self, redis: Redis, *, prefix: str, ttl_ms: int) -> None:
         self.redis = redis
+        self.prefix = prefix
+        self.workers_key = workers_key(prefix)
         self.ttl_ms = ttl_ms
+
+    def key(self, worker: str) -> str:
+        return liveness_key(self.prefix, worker)
 
     def beat(self, worker: str, info: WorkerBeat | None = None) -> None:
         """The key (alive for ttl_ms more) and the stamp in the set of workers: one round trip."""
         now_ms = int(time.time() * 1000)
         pipe = self.redis.pipeline(transaction=False)
-        pipe.set(liveness_key(worker), (info or WorkerBeat()).dumps(), px=self.ttl_ms)
-        pipe.zadd(WORKERS_KEY, {worker: now_ms})
-        pipe.zremrangebyscore(WORKERS_KEY, "-inf", now_ms - FORGET_AFTER_TTLS * self.ttl_ms)
+        pipe.set(self.key(worker), (info or WorkerBeat()).dumps(), px=self.ttl_ms)
+        pipe.zadd(self.workers_key, {worker: now_ms})
+        pipe.zremrangebyscore(self.workers_key, "-inf", now_ms - FORGET_AFTER_TTLS * self.ttl_ms)
         pipe.execute()
 
     def leave(self, worker: str) -> None:
         pipe = self.redis.pipeline(transaction=False)
-        pipe.delete(liveness_key(worker))
-        pipe.zrem(WORKERS_KEY, worker)
+        pipe.delete(self.key(worker))
+        pipe.zrem(self.workers_key, worker)
         pipe.execute()
 
     def alive(self) -> dict[str, WorkerBeat]:
         """Every worker whose liveness key is there, with what it said: two round trips, no scan."""
-        names = [n.decode() for n in self.redis.zrange(WORKERS_KEY, 0, -1)]
+        names = [n.decode() for n in self.redis.zrange(self.workers_key, 0, -1)]
         if not names:
             return {}
-        values = self.redis.mget([liveness_key(n) for n in names])
+        values = self.redis.mget([self.key(n) for n in names])
         return {n: WorkerBeat.loads(v) for n, v in zip(names, values, strict=True) if v is not None}
 
     def missing(self, workers: set[str]) -> set[str]:
@@ -109,7 +119,7 @@ class Liveness:
         names = sorted(workers)
         pipe = self.redis.pipeline(transaction=False)
         for name in names:
-            pipe.exists(liveness_key(name))
+            pipe.exists(self.key(name))
         return {name for name, alive in zip(names, pipe.execute(), strict=True) if not alive}
 
 

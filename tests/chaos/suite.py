@@ -58,6 +58,7 @@ ENDPOINTS = 3
 WORKERS = 3
 APIS = 2
 SCHEDULERS = 2
+NAMESPACE = "gatehouse"  # BROKER_NAMESPACE's default, which every process of the run keeps
 
 # The production rules at millisecond scale (tests/conftest.py FAST, plus the gate and liveness).
 FAST = {
@@ -751,7 +752,7 @@ class Chaos:
             now = time.time()
             with contextlib.suppress(redis.RedisError, OSError):
                 client = redis.Redis.from_url(self.redis.url, socket_timeout=1, socket_connect_timeout=1)
-                holders = client.mget([gate_keys(a).gate for a in self.accounts])
+                holders = client.mget([gate_keys(NAMESPACE, a).gate for a in self.accounts])
                 self.gate_samples.append(
                     (now, dict(zip(self.accounts, [h.decode() if h else None for h in holders], strict=True)))
                 )

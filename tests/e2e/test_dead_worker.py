@@ -16,7 +16,6 @@ import uuid
 
 import pytest
 
-from gatehouse.workers import liveness_key
 from tests.support.probe import GATED_USER_A, PROBE
 from tests.support.probe_client import job, run_counts
 from tests.support.processes import wait_until
@@ -38,7 +37,7 @@ def worker(processes, name: str):
 
 
 def live_workers(gh) -> int:
-    return len(list(gh.redis.scan_iter(liveness_key("*"))))
+    return len(list(gh.redis.scan_iter(gh.liveness.key("*"))))
 
 
 def submit(gh, job_type, seconds: float) -> uuid.UUID:

@@ -11,7 +11,6 @@ from collections import Counter
 
 import redis
 
-from gatehouse.workers import liveness_key
 from gatehouse_worker.wiring import QUIET_QUEUES
 from tests.support.processes import wait_until
 
@@ -46,7 +45,7 @@ def test_quiet_queues_are_polled_ten_times_less_often(processes, gh, settings):
         "1",
         env={"WORKER_IDLE_POLL_MS": "100", "WORKER_QUIET_POLL_MS": "1000"},
     )
-    wait_until(lambda: any(gh.redis.scan_iter(liveness_key("*"))), timeout=30, what="the worker to boot")
+    wait_until(lambda: any(gh.redis.scan_iter(gh.liveness.key("*"))), timeout=30, what="the worker to boot")
     time.sleep(1.5)  # not synchronisation: lets every consumer's backoff grow to its ceiling first
     db = gh.redis.connection_pool.connection_kwargs["db"]
     counted = fetches(settings.redis_url, db, WATCH_S)

@@ -25,7 +25,8 @@ SCHEDULES = (
     "inventory",
     "catalog",
 )
-TICK_QUEUE = "gatehouse:maintenance"  # the reconcile tick, due every minute here
+NAMESPACE = "gatehouse"  # BROKER_NAMESPACE's default, which the scheduler here runs with
+TICK_QUEUE = f"{NAMESPACE}:maintenance"  # the reconcile tick, due every minute here
 
 
 class PrivateRedis:
@@ -117,7 +118,7 @@ def alive_and(scheduler: Proc, predicate):
 
 
 def next_runs_published(private_redis: PrivateRedis) -> bool:
-    keys = [schedule_key(name, "next") for name in SCHEDULES]
+    keys = [schedule_key(NAMESPACE, name, "next") for name in SCHEDULES]
     try:
         return all(private_redis.client.mget(keys))
     except redis.RedisError:

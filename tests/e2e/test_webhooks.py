@@ -24,7 +24,6 @@ from gatehouse.jobs import JobRecord
 from gatehouse.webhooks import SignatureInvalid, signing, verify
 from gatehouse.webhooks.store import Created
 from gatehouse.webhooks.tables import AttemptRecord, DeliveryRecord
-from gatehouse.workers import liveness_key
 from tests.conftest import ADMIN_TOKEN
 from tests.support.processes import REPO, wait_until
 from tests.support.receiver import Receiver, Reply
@@ -144,7 +143,9 @@ def signed_headers(got: receiver_module.Received) -> dict[str, str]:
 
 
 def worker_alive(wh: Components) -> None:
-    wait_until(lambda: list(wh.redis.scan_iter(liveness_key("*"))), timeout=30, what="the worker to be alive")
+    wait_until(
+        lambda: list(wh.redis.scan_iter(wh.liveness.key("*"))), timeout=30, what="the worker to be alive"
+    )
 
 
 def test_an_event_to_three_endpoints_is_three_verified_deliveries(wh, processes, receivers):

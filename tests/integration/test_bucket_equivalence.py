@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from gatehouse.bucket import RedisTokenBucket
 from gatehouse.bucket.reference import BucketState, TakeRequest, bucket_key, evaluate_bucket_take
 
+PREFIX = "gatehouse-test"
 ACCOUNTS = ("1001", "кабинет-2")
 BUCKETS = ("statistics", "content", "finance")
 START_MS = 1_700_000_000_000
@@ -111,12 +112,12 @@ def test_the_lua_bucket_equals_the_reference(client: redis.Redis, scenario) -> N
     _, seeds, ops = scenario
     client.flushdb()
     started = time.monotonic()
-    buckets = RedisTokenBucket(client)
+    buckets = RedisTokenBucket(client, prefix=PREFIX)
     ref: dict[tuple[str, str], BucketState | None] = {}
     for (account, bucket), state in seeds.items():
         ref[account, bucket] = state
         if state is not None:
-            key = bucket_key(account, bucket)
+            key = bucket_key(PREFIX, account, bucket)
             client.hset(key, mapping={"tokens": state.stored_tokens, "ts": str(state.ts_ms)})
             client.pexpire(key, state.ttl_ms)
 
@@ -131,7 +132,7 @@ def test_the_lua_bucket_equals_the_reference(client: redis.Redis, scenario) -> N
 
         assert wait_ms == expected.wait_ms, op
         state = ref[op.account, op.bucket]
-        fields, ttl = read(client, bucket_key(op.account, op.bucket))
+        fields, ttl = read(client, bucket_key(PREFIX, op.account, op.bucket))
         if state is None:
             assert (fields, ttl) == ({}, -2), op
             continue
@@ -142,7 +143,7 @@ def test_the_lua_bucket_equals_the_reference(client: redis.Redis, scenario) -> N
 
 def test_the_loader_takes_and_refuses_like_the_reference(client: redis.Redis) -> None:
     client.flushdb()
-    buckets = RedisTokenBucket(client)
+    buckets = RedisTokenBucket(client, prefix=PREFIX)
     params = dict(burst=2, limit=1, period_ms=1_000)
 
     waits = [buckets.take("1001", "statistics", now_ms=START_MS, **params) for _ in range(3)]
@@ -150,7 +151,7 @@ def test_the_loader_takes_and_refuses_like_the_reference(client: redis.Redis) ->
 
     assert waits == [0, 0, 1_000]
     assert later == 750
-    assert client.hgetall(bucket_key("1001", "statistics")) == {
+    assert client.hgetall(bucket_key(PREFIX, "1001", "statistics")) == {
         b"tokens": b"0.000000",
         b"ts": str(START_MS).encode(),
     }

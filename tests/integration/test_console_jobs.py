@@ -13,7 +13,6 @@ from falcon import testing
 from gatehouse import progress as P
 from gatehouse.gate import owner
 from gatehouse.job_types import AUTOBIDDER_SYNC_USER, IMPORT_USER_FEEDS, IMPORT_USER_REPORT
-from gatehouse.wb import pauses
 from gatehouse_api.app import create_app
 from tests.conftest import ADMIN_TOKEN
 
@@ -90,7 +89,7 @@ def test_the_admin_accounts_api_is_the_same_reading(client, gh):
     account, holder, waiter = busy_account(gh)
     paused = gh.accounts.create("Paused shop", "token").id
     now = int(time.time() * 1000)
-    pauses.record(gh.redis, str(paused), uuid.uuid4(), at_ms=now, resume_at_ms=now + 5000, reason="wb-429")
+    gh.pauses.record(str(paused), uuid.uuid4(), at_ms=now, resume_at_ms=now + 5000, reason="wb-429")
     gh.accounts.create("Quiet shop", "token")
 
     found = client.simulate_get("/v1/admin/accounts", headers=ADMIN).json
@@ -130,7 +129,7 @@ def test_accounts_page_in_pages_of_fifty_newest_first(client, cookie, gh, sql):
     # A hot-only page walks past chunks of quiet accounts to the hot one at the end
     hot = gh.accounts.page(limit=200)[-1]
     now = int(time.time() * 1000)
-    pauses.record(gh.redis, str(hot.id), uuid.uuid4(), at_ms=now, resume_at_ms=now + 1000, reason="wb-429")
+    gh.pauses.record(str(hot.id), uuid.uuid4(), at_ms=now, resume_at_ms=now + 1000, reason="wb-429")
     assert [
         a["name"] for a in client.simulate_get("/v1/admin/accounts?hot=true", headers=ADMIN).json["items"]
     ] == ["Shop 120"]
@@ -149,7 +148,7 @@ def test_an_account_page_shows_its_gate_waiters_pauses_and_timeline(client, cook
         id=done.id,
     )
     now = int(time.time() * 1000)
-    pauses.record(gh.redis, str(account), holder, at_ms=now - 1000, resume_at_ms=now + 9000, reason="wb-429")
+    gh.pauses.record(str(account), holder, at_ms=now - 1000, resume_at_ms=now + 9000, reason="wb-429")
 
     html = page(client, cookie, f"/console/accounts/{account}")
 

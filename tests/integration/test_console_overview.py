@@ -12,7 +12,7 @@ from falcon import testing
 
 from gatehouse.composition import bootstrap
 from gatehouse.schedules import DEFAULTS
-from gatehouse.workers import Liveness, WorkerBeat
+from gatehouse.workers import WorkerBeat
 from gatehouse_api.app import create_app
 from gatehouse_api.resources.overview import StoreChecks
 from tests.conftest import ADMIN_TOKEN
@@ -55,7 +55,7 @@ def test_the_overview_shows_the_same_numbers_as_its_json_twin(client, cookie, gh
     for state in ("waiting", "waiting", "delayed", "failed"):
         add_job(sql, "wb-user", state)
     add_job(sql, "wb-user", "active", worker="host:1:abc")
-    Liveness(gh.redis, ttl_ms=10_000).beat("host:1:abc", WorkerBeat(threads=4, queues=("wb-user",)))
+    gh.liveness.beat("host:1:abc", WorkerBeat(threads=4, queues=("wb-user",)))
     gh.modules.set("webhooks", enabled=False, by="test")
 
     page = client.simulate_get("/console", headers=cookie)

@@ -47,6 +47,7 @@ from gatehouse.gate.reference import (
     evaluate_gate_yield,
 )
 
+PREFIX = "gatehouse-test"
 ACCOUNTS = ("1001", "1002", "кабинет-3")
 OWNERS: dict[str, Tier] = {
     "import-user-feeds:u1": "user",
@@ -101,7 +102,7 @@ def gate_states(draw: st.DrawFn) -> GateState:
 
 
 def write(client: redis.Redis, account: str, state: GateState) -> None:
-    keys = gate_keys(account)
+    keys = gate_keys(PREFIX, account)
     if state.holder is not None:
         client.set(keys.gate, state.holder, px=state.lease_ms_left)
     if state.wanted is not None:
@@ -131,7 +132,7 @@ class GateMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.client.flushdb()
-        self.gate = RedisGate(self.client)
+        self.gate = RedisGate(self.client, prefix=PREFIX)
         self.ref: dict[str, GateState] = dict.fromkeys(ACCOUNTS, EMPTY)
         self.started = time.monotonic()
         self.time_steps = 0
@@ -232,7 +233,7 @@ class GateMachine(RuleBasedStateMachine):
         self.time_steps += 1
         for account in ACCOUNTS:
             self.ref[account] = advance(self.ref[account], dt)
-            for key in gate_keys(account):
+            for key in gate_keys(PREFIX, account):
                 left = self.client.pttl(key)
                 if left == -2:
                     continue

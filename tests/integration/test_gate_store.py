@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -11,7 +12,9 @@ from redis.crc import key_slot
 from gatehouse.bucket import RedisTokenBucket, bucket_key
 from gatehouse.gate import AcquireResult, GateState, RedisGate, ReleaseResult, Waiter, gate_keys
 from gatehouse.gate.reference import TIER_SPAN
+from gatehouse.gate.vocabulary import released_key
 
+PREFIX = "gatehouse-test"
 A = "4242"
 USER = "import-user-feeds:u1"
 USER2 = "import-user-report:u2"
@@ -32,7 +35,7 @@ def client(redis_url: str) -> Iterator[redis.Redis]:
 
 @pytest.fixture
 def gate(client: redis.Redis) -> RedisGate:
-    return RedisGate(client)
+    return RedisGate(client, prefix=PREFIX)
 
 
 def acquire(
@@ -44,20 +47,20 @@ def acquire(
 def test_constructing_the_loaders_touches_no_redis():
     nowhere = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.1)
 
-    RedisGate(nowhere)
-    RedisTokenBucket(nowhere)  # neither raises: nothing connected
+    RedisGate(nowhere, prefix=PREFIX)
+    RedisTokenBucket(nowhere, prefix=PREFIX)  # neither raises: nothing connected
 
 
 def test_all_keys_of_an_account_share_one_cluster_slot():
-    slots = {key_slot(key.encode()) for key in gate_keys(A)} | {
-        key_slot(bucket_key(A, "statistics").encode())
+    slots = {key_slot(key.encode()) for key in gate_keys(PREFIX, A)} | {
+        key_slot(bucket_key(PREFIX, A, "statistics").encode())
     }
 
     assert slots == {key_slot(A.encode())}
 
 
 def test_acquire_writes_the_documented_keys(client, gate):
-    keys = gate_keys(A)
+    keys = gate_keys(PREFIX, A)
 
     assert acquire(gate, SCHED, "scheduled") == AcquireResult("acquired", SCHED, 90_000)
     busy = acquire(gate, USER, "user", first_wait_ms=T0 + 5)
@@ -83,9 +86,9 @@ def test_release_is_compare_and_delete_and_names_the_best_waiter(client, gate):
     acquire(gate, USER, "user", first_wait_ms=T0 + 1)
 
     assert gate.release(A, SCHED2) == ReleaseResult(False, None)
-    assert client.get(gate_keys(A).gate) == SCHED.encode()
+    assert client.get(gate_keys(PREFIX, A).gate) == SCHED.encode()
     assert gate.release(A, SCHED) == ReleaseResult(True, USER)
-    assert client.exists(gate_keys(A).gate) == 0
+    assert client.exists(gate_keys(PREFIX, A).gate) == 0
     # The woken user takes it; the other user still waits, so the marker stays and names that one,
     # with the TTL it had (only the name changes).
     ttl = gate.inspect(A).wanted_ms_left
@@ -123,6 +126,33 @@ def test_a_wanted_gate_is_handed_over_at_the_scheduled_owners_pause(gate):
     assert gate.heartbeat(A, SCHED, lease_ms=90_000) is False
 
 
+def test_a_release_to_a_waiter_marks_its_moment_for_the_one_who_takes_the_gate(client, gate):
+    # Given a holder with a user job parked behind it
+    acquire(gate, SCHED, "scheduled")
+    acquire(gate, USER, "user")
+    before = int(time.time() * 1000)
+
+    # When the holder releases (its best waiter is to be woken) and the waiter takes the gate
+    gate.release(A, SCHED)
+    acquire(gate, USER, "user")
+
+    # Then the release's moment is under the gate's keys, for at most a lease, and is read once
+    assert 0 < client.pttl(released_key(PREFIX, A)) <= 90_000
+    assert before <= gate.handed_off(A) <= int(time.time() * 1000)  # type: ignore[operator]
+    assert gate.handed_off(A) is None
+
+
+def test_a_yield_to_a_waiter_is_marked_too_and_a_release_with_nobody_in_line_is_not(gate):
+    acquire(gate, SCHED, "scheduled")
+    acquire(gate, USER, "user")
+    assert gate.yield_if_wanted(A, SCHED).released
+    assert gate.handed_off(A) is not None
+
+    acquire(gate, USER, "user")
+    gate.release(A, USER)
+    assert gate.handed_off(A) is None
+
+
 def test_inspect_shows_the_holder_the_marker_and_the_line(gate):
     assert gate.inspect(A) == GateState()
     acquire(gate, SCHED, "scheduled")
@@ -151,7 +181,7 @@ def test_accounts_do_not_share_a_gate(gate):
 
 
 def test_a_decoding_client_gets_the_same_results(redis_url, client):
-    gate = RedisGate(redis.Redis.from_url(redis_url, decode_responses=True))
+    gate = RedisGate(redis.Redis.from_url(redis_url, decode_responses=True), prefix=PREFIX)
 
     acquire(gate, SCHED, "scheduled")
     busy = acquire(gate, "очередь:задача-1", "user")
@@ -162,7 +192,7 @@ def test_a_decoding_client_gets_the_same_results(redis_url, client):
 
 
 def test_a_malformed_call_never_reaches_redis():
-    gate = RedisGate(redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.1))
+    gate = RedisGate(redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.1), prefix=PREFIX)
 
     with pytest.raises(ValueError):
         gate.acquire(A, USER, tier="admin", first_wait_ms=T0, **TIMINGS)  # type: ignore[arg-type]

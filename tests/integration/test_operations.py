@@ -9,7 +9,7 @@ from dramatiq import Message
 
 from gatehouse import operations
 from gatehouse.job_types import REGISTRY, WEBHOOK_QUEUE
-from gatehouse.workers import WORKERS_KEY, DeadWorkers, Liveness, WorkerBeat, liveness_key
+from gatehouse.workers import DeadWorkers, Liveness, WorkerBeat
 
 UP = {"postgresql": "ok", "redis": "ok"}
 
@@ -109,7 +109,7 @@ def test_a_queue_whose_module_is_off_is_paused(gh):
 
 
 def test_live_workers_say_their_threads_and_queues_and_a_dead_one_with_running_rows_shows(gh, sql):
-    liveness = Liveness(gh.redis, ttl_ms=10_000)
+    liveness = Liveness(gh.redis, prefix=gh.settings.broker_namespace, ttl_ms=10_000)
     liveness.beat("w-1", WorkerBeat(threads=4, queues=("wb-user", "schedules")))
     liveness.beat("w-idle", WorkerBeat(threads=2))
     add_job(sql, "wb-user", "active", worker="w-1")
@@ -129,34 +129,34 @@ def test_live_workers_say_their_threads_and_queues_and_a_dead_one_with_running_r
 
     # A worker that leaves is gone from the list (key and set member)
     liveness.leave("w-idle")
-    assert "w-idle" not in liveness.alive() and gh.redis.zscore(WORKERS_KEY, "w-idle") is None
+    assert "w-idle" not in liveness.alive() and gh.redis.zscore(liveness.workers_key, "w-idle") is None
 
 
 def test_the_json_liveness_value_keeps_dead_worker_detection_working(gh):
-    liveness = Liveness(gh.redis, ttl_ms=10_000)
+    liveness = Liveness(gh.redis, prefix=gh.settings.broker_namespace, ttl_ms=10_000)
     liveness.beat("alive", WorkerBeat(threads=2, queues=("probe",)))
-    gh.redis.set(liveness_key("old-style"), 1, px=10_000)  # what a worker before this change wrote
+    gh.redis.set(liveness.key("old-style"), 1, px=10_000)  # what a worker before this change wrote
     dead = DeadWorkers(liveness, me="me")
 
     assert liveness.missing({"alive", "old-style", "gone"}) == {"gone"}
     assert dead.look({"alive", "gone"}) == set()  # one strike
     assert dead.look({"alive", "gone"}) == {"gone"}  # two
-    assert WorkerBeat.loads(gh.redis.get(liveness_key("old-style"))) == WorkerBeat()
-    assert gh.redis.pttl(liveness_key("alive")) > 9_000
+    assert WorkerBeat.loads(gh.redis.get(liveness.key("old-style"))) == WorkerBeat()
+    assert gh.redis.pttl(liveness.key("alive")) > 9_000
 
 
 def test_a_member_that_stopped_beating_long_ago_leaves_the_set_at_the_next_beat(gh):
-    liveness = Liveness(gh.redis, ttl_ms=1_000)
-    gh.redis.zadd(WORKERS_KEY, {"ancient": 1})  # last beat in 1970
+    liveness = Liveness(gh.redis, prefix=gh.settings.broker_namespace, ttl_ms=1_000)
+    gh.redis.zadd(liveness.workers_key, {"ancient": 1})  # last beat in 1970
     liveness.beat("w-1")
-    assert gh.redis.zscore(WORKERS_KEY, "ancient") is None
+    assert gh.redis.zscore(liveness.workers_key, "ancient") is None
     assert set(liveness.alive()) == {"w-1"}
 
 
 @pytest.mark.parametrize("down", ["postgresql", "redis"])
 def test_a_store_that_is_down_is_not_read_and_leaves_only_its_numbers_unknown(gh, sql, down):
     add_job(sql, "wb-user", "waiting")
-    Liveness(gh.redis, ttl_ms=10_000).beat("w-1", WorkerBeat(threads=2))
+    Liveness(gh.redis, prefix=gh.settings.broker_namespace, ttl_ms=10_000).beat("w-1", WorkerBeat(threads=2))
     stores = {**UP, down: "down: no answer within 300 ms"}
 
     snap = operations.snapshot(gh, stores)

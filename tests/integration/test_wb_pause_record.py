@@ -24,17 +24,17 @@ def test_a_pause_is_kept_newest_first_capped_and_expiring(gh):
     account, now = str(uuid.uuid4()), int(time.time() * 1000)
     jobs = [uuid.uuid4() for _ in range(pauses.KEEP + 3)]
     for i, job in enumerate(jobs):
-        pauses.record(gh.redis, account, job, at_ms=now + i, resume_at_ms=now + i + 1000, reason=P.WB_429)
+        gh.pauses.record(account, job, at_ms=now + i, resume_at_ms=now + i + 1000, reason=P.WB_429)
 
-    kept = pauses.recent(gh.redis, account)
+    kept = gh.pauses.recent(account)
     assert [p.job_id for p in kept] == jobs[::-1][: pauses.KEEP]
     assert kept[0].resume_at - kept[0].at == timedelta(seconds=1) and kept[0].reason == "wb-429"
-    assert 0 < gh.redis.pttl(pauses.pauses_key(account)) <= pauses.TTL_MS
+    assert 0 < gh.redis.pttl(gh.pauses.key(account)) <= pauses.TTL_MS
     # Older than a day: not recent any more, even while the list lives on
-    assert pauses.recent(gh.redis, account, now=datetime.now(UTC) + timedelta(hours=25)) == []
+    assert gh.pauses.recent(account, now=datetime.now(UTC) + timedelta(hours=25)) == []
     other = str(uuid.uuid4())
-    assert pauses.recent_many(gh.redis, [other, account])[0] == []
-    assert pauses.recent_many(gh.redis, []) == []
+    assert gh.pauses.recent_many([other, account])[0] == []
+    assert gh.pauses.recent_many([]) == []
 
 
 def claimed(gh):
@@ -59,10 +59,10 @@ def test_the_worker_notes_a_429_pause_for_the_account(gh):
     outcome = job_runtime(gh)._body(limited, ctx, started=True)
 
     assert isinstance(outcome, rd.Paused) and outcome.phase == P.RATE_LIMITED
-    [pause] = pauses.recent(gh.redis, str(account))
+    [pause] = gh.pauses.recent(str(account))
     assert pause.job_id == ctx.job.id and pause.reason == P.WB_429
     assert before <= pause.at.timestamp() * 1000 <= pause.resume_at.timestamp() * 1000 - 1500
-    raw = json.loads(gh.redis.lindex(pauses.pauses_key(str(account)), 0))
+    raw = json.loads(gh.redis.lindex(gh.pauses.key(str(account)), 0))
     assert set(raw) == {"jobId", "at", "resumeAt", "reason"}
 
 
@@ -75,16 +75,16 @@ def test_other_pauses_are_not_429s_and_are_not_noted(gh):
         )
 
     assert isinstance(job_runtime(gh)._body(bucket_empty, ctx, started=True), rd.Paused)
-    assert pauses.recent(gh.redis, str(account)) == []
+    assert gh.pauses.recent(str(account)) == []
 
 
 def test_a_redis_that_fails_to_note_the_pause_does_not_fail_the_job(gh, caplog):
     account, ctx = claimed(gh)
     dead = Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2, socket_timeout=0.2)
-    runtime = job_runtime(dataclasses.replace(gh, redis=dead))
+    runtime = job_runtime(dataclasses.replace(gh, pauses=pauses.AccountPauses(dead, prefix=gh.pauses.prefix)))
 
     outcome = runtime._body(limited, ctx, started=True)
 
     assert isinstance(outcome, rd.Paused) and outcome.reason == P.WB_429
     assert "could not be noted" in caplog.text
-    assert pauses.recent(gh.redis, str(account)) == []
+    assert gh.pauses.recent(str(account)) == []

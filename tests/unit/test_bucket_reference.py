@@ -93,10 +93,10 @@ def test_the_key_lives_until_the_bucket_would_be_full_again_plus_a_grace():
     assert state.ttl_ms == 5 * 2_000 + IDLE_GRACE_MS
 
 
-def test_the_bucket_key_is_tagged_with_the_account():
-    assert bucket_key("4242", "statistics") == "wb:bucket:{4242}:statistics"
+def test_the_bucket_key_is_under_the_prefix_and_tagged_with_the_account():
+    assert bucket_key("gh", "4242", "statistics") == "gh:wb:bucket:{4242}:statistics"
     with pytest.raises(ValueError):
-        bucket_key("{x", "statistics")
+        bucket_key("gh", "{x", "statistics")
 
 
 @pytest.mark.parametrize(

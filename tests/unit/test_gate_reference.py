@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from gatehouse.gate import GateSpec, gate_keys, job_of, owner, released_key
+from gatehouse.gate import GateSpec, gate_keys, job_of, owner
 from gatehouse.gate.reference import (
     EMPTY,
     TIER_SPAN,
@@ -33,6 +33,7 @@ from gatehouse.gate.reference import (
     evaluate_gate_yield,
     waiting_score,
 )
+from gatehouse.gate.vocabulary import released_key
 
 USER = "import-user-feeds:u1"
 USER2 = "import-user-report:u2"
@@ -374,13 +375,13 @@ def test_scores_put_every_user_before_every_scheduled_job():
     assert Waiter(USER, waiting_score("user", 7)).tier == "user"
 
 
-def test_the_account_keys_share_one_hash_tag():
-    keys = gate_keys("4242")
+def test_the_account_keys_are_under_the_prefix_and_share_one_hash_tag():
+    keys = gate_keys("gh", "4242")
 
-    assert keys == ("wb:gate:{4242}", "wb:gate:{4242}:wanted", "wb:gate:{4242}:waiting")
+    assert keys == ("gh:wb:gate:{4242}", "gh:wb:gate:{4242}:wanted", "gh:wb:gate:{4242}:waiting")
     with pytest.raises(ValueError):
-        gate_keys("a}b")
-    assert released_key("4242") == "wb:gate:{4242}:released"  # the same slot as the others
+        gate_keys("gh", "a}b")
+    assert released_key("gh", "4242") == "gh:wb:gate:{4242}:released"  # the same slot as the others
 
 
 def test_an_owner_is_its_queue_and_job_and_parses_back():

@@ -50,3 +50,9 @@ def test_log_level_is_a_level_name_in_any_case_and_nothing_else(monkeypatch):
         ConfigurationError, match=r"LOG_LEVEL: .*'DEBUG', 'INFO', 'WARNING', 'ERROR' or 'CRITICAL'"
     ):
         load_settings()
+
+
+@pytest.mark.parametrize("namespace", ["", "gh{a}", "gh}"])
+def test_the_broker_namespace_prefixes_every_key_so_it_is_non_empty_and_brace_free(namespace):
+    with pytest.raises(ConfigurationError, match=r"BROKER_NAMESPACE: must be non-empty and without braces"):
+        load_settings(broker_namespace=namespace)

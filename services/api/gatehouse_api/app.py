@@ -9,9 +9,12 @@ import falcon
 from dramatiq import Worker
 
 from gatehouse.composition import Components, bootstrap
-from gatehouse.settings import Settings, load_settings
-from gatehouse_api import console, errors
+from gatehouse.operations import Operations
+from gatehouse.schedules import schedules
+from gatehouse.settings import Settings
+from gatehouse_api import console, errors, root
 from gatehouse_api.auth import Authenticate
+from gatehouse_api.console.session import Sessions
 from gatehouse_api.methods import UnknownMethods, with_head
 from gatehouse_api.openapi import OpenApi
 from gatehouse_api.resources import (
@@ -29,78 +32,129 @@ from gatehouse_api.resources import (
     users,
     webhooks,
 )
-from gatehouse_api.resources.health import Health, Metrics, Ready
+from gatehouse_api.resources.health import Health, Metrics, Ready, StoreChecks
 
 log = logging.getLogger(__name__)
 
 
-def create_app(gh: Components) -> falcon.App:
+def create_app(c: Components) -> falcon.App:
+    """The API's routes, each resource given the collaborators it uses from what the root built.
+
+    The read side of each domain (``…Views``) is built once here and shared by its JSON
+    resources and its console pages, as are the handlers their writes go through.
+    """
+    s = c.settings
+    body = {"max_body_bytes": s.max_body_bytes}
+    jobs_read = jobs.JobViews(c.jobs)
+    gate_views = gates.GateViews(c.accounts, c.gate, c.pauses, c.redis)
+    bulk_views = bulk.BulkViews(c.bulk)
+    webhook_views = webhooks.WebhookViews(c.webhooks)
+    webhook_actions = webhooks.WebhookActions(c.webhook_handlers, c.webhooks)
+    schedule_views = admin.ScheduleViews(schedules(s.schedules), c.schedule_runs, c.dispatcher)
+    overview_views = overview.OverviewViews(
+        Operations(c.engine, c.redis, s.broker_namespace, c.modules, c.liveness),
+        schedule_views,
+        # The overview waits less than /readyz for a store: one that does not answer leaves its numbers unknown.
+        StoreChecks(c.engine, c.redis, timeout_ms=min(overview.STORE_CHECK_MS, s.ready_timeout_ms)),
+    )
+    ops = console.Console(
+        Sessions(
+            c.accounts,
+            c.users,
+            admin_token=s.admin_token.get_secret_value() if s.admin_token else None,
+            console_secret=s.console_secret.get_secret_value() if s.console_secret else None,
+            session_ms=s.console_session_ms,
+        ),
+        refresh_ms=s.console_refresh_ms,
+    )
     # The console signs in with a cookie (its own guard); everything else with a bearer token.
-    ops, console_routes = console.build(gh)
     app = falcon.App(
         middleware=[
             console.ConsoleGuard(ops),
-            Authenticate(gh.accounts),
-            modules.ModuleRoutes(gh),
+            Authenticate(c.accounts),
+            modules.ModuleRoutes(c.modules),
             UnknownMethods(),
         ]
     )
     errors.install(app)
     console.install_errors(app, ops)
+    create = {"handlers": c.job_handlers, "accounts": c.accounts, **body}
+    catalog_parts = (c.catalog, c.catalog_handlers)
+    sweep_parts = (c.sweeps, c.sweep_handlers)
+    hooks = (webhook_views, webhook_actions)
     routes = {
         "/healthz": Health(),
-        "/readyz": Ready(gh),
-        "/metrics": Metrics(gh.settings.prometheus_multiproc_dir),
+        "/readyz": Ready(StoreChecks(c.engine, c.redis, timeout_ms=s.ready_timeout_ms)),
+        "/metrics": Metrics(s.prometheus_multiproc_dir),
         "/openapi.json": OpenApi(),
-        "/v1/accounts": accounts.Accounts(gh),
-        "/v1/accounts/{account_id:uuid}": accounts.Account(gh),
-        "/v1/accounts/{account_id:uuid}/keys": accounts.AccountKeys(gh),
-        "/v1/accounts/{account_id:uuid}/digitization/imports": jobs.DigitizationImports(gh),
-        "/v1/accounts/{account_id:uuid}/autobidder/sync": jobs.AutobidderSync(gh),
-        "/v1/accounts/{account_id:uuid}/jobs": jobs.AccountJobs(gh),
-        "/v1/jobs/{job_id:uuid}": jobs.JobStatus(gh),
-        "/v1/jobs/{job_id:uuid}/retry": jobs.JobRetry(gh),
-        "/v1/jobs/{job_id:uuid}/cancel": jobs.JobCancel(gh),
-        "/v1/admin/accounts": gates.AccountGates(gh),
-        "/v1/admin/accounts/{account_id:uuid}/gate": admin.AccountGate(gh),
-        "/v1/admin/jobs": jobs.AdminJobs(gh),
-        "/v1/admin/overview": overview.Overview(gh),
-        "/v1/admin/schedules": admin.Schedules(gh),
-        "/v1/admin/schedules/{name}/run": admin.RunSchedule(gh),
-        "/v1/admin/modules": modules.Modules(gh),
-        "/v1/admin/modules/{name}": modules.Module(gh),
-        "/v1/admin/users": users.Users(gh),
-        "/v1/admin/users/{user_id:uuid}/keys": users.UserKeys(gh),
-        "/v1/admin/catalog/products": catalog.Products(gh),
-        "/v1/admin/catalog/products/batch": catalog.ProductsBatch(gh),
-        "/v1/admin/catalog/products/{product_id:uuid}": catalog.Product(gh),
-        "/v1/admin/catalog/attributes": catalog.Attributes(gh),
-        "/v1/admin/catalog/attributes/{code}": catalog.Attribute(gh),
-        "/v1/admin/catalog/search": search.Search(gh),
-        "/v1/admin/catalog/search/reindex": search.SearchReindex(gh),
-        "/v1/admin/catalog/bulk-operations": bulk.BulkOperations(gh),
-        "/v1/admin/catalog/bulk-operations/{operation_id:uuid}": bulk.BulkOperation(gh),
-        "/v1/admin/catalog/bulk-operations/{operation_id:uuid}/failures": bulk.BulkFailures(gh),
-        "/v1/admin/carts": sweeps.Carts(gh),
-        "/v1/admin/carts/{cart_id:uuid}": sweeps.Cart(gh),
-        "/v1/admin/price-lists": sweeps.PriceLists(gh),
-        "/v1/admin/price-lists/{price_list_id:uuid}": sweeps.PriceList(gh),
-        "/v1/admin/rfqs": sweeps.Rfqs(gh),
-        "/v1/admin/rfqs/{rfq_id:uuid}": sweeps.Rfq(gh),
-        "/v1/admin/webhooks/endpoints": webhooks.Endpoints(gh),
-        "/v1/admin/webhooks/delivery-counts": webhooks.DeliveryCountsByEndpoint(gh),
-        "/v1/admin/webhooks/endpoints/{endpoint_id:uuid}": webhooks.Endpoint(gh),
-        "/v1/admin/webhooks/endpoints/{endpoint_id:uuid}/rotate-secret": webhooks.RotateSecret(gh),
-        "/v1/admin/webhooks/endpoints/{endpoint_id:uuid}/test": webhooks.SendTest(gh),
-        "/v1/admin/webhooks/endpoints/{endpoint_id:uuid}/replay": webhooks.ReplayEndpoint(gh),
-        "/v1/admin/webhooks/deliveries": webhooks.Deliveries(gh),
-        "/v1/admin/webhooks/deliveries/{delivery_id:uuid}": webhooks.Delivery(gh),
-        "/v1/admin/webhooks/deliveries/{delivery_id:uuid}/replay": webhooks.ReplayDelivery(gh),
-        "/v1/me/notifications": notifications.MyNotifications(gh),
-        "/v1/me/notifications/{notification_id:uuid}/read": notifications.MyNotificationRead(gh),
+        "/v1/accounts": accounts.Accounts(c.accounts, **body),
+        "/v1/accounts/{account_id:uuid}": accounts.Account(c.accounts),
+        "/v1/accounts/{account_id:uuid}/keys": accounts.AccountKeys(c.accounts),
+        "/v1/accounts/{account_id:uuid}/digitization/imports": jobs.DigitizationImports(**create),
+        "/v1/accounts/{account_id:uuid}/autobidder/sync": jobs.AutobidderSync(**create),
+        "/v1/accounts/{account_id:uuid}/jobs": jobs.AccountJobs(jobs_read, c.accounts),
+        "/v1/jobs/{job_id:uuid}": jobs.JobStatus(c.jobs),
+        "/v1/jobs/{job_id:uuid}/retry": jobs.JobRetry(c.job_handlers),
+        "/v1/jobs/{job_id:uuid}/cancel": jobs.JobCancel(c.job_handlers),
+        "/v1/admin/accounts": gates.AccountGates(gate_views),
+        "/v1/admin/accounts/{account_id:uuid}/gate": admin.AccountGate(gate_views),
+        "/v1/admin/jobs": jobs.AdminJobs(jobs_read),
+        "/v1/admin/overview": overview.Overview(overview_views),
+        "/v1/admin/schedules": admin.Schedules(schedule_views),
+        "/v1/admin/schedules/{name}/run": admin.RunSchedule(schedule_views),
+        "/v1/admin/modules": modules.Modules(c.modules),
+        "/v1/admin/modules/{name}": modules.Module(c.modules, **body),
+        "/v1/admin/users": users.Users(c.users, **body),
+        "/v1/admin/users/{user_id:uuid}/keys": users.UserKeys(c.users),
+        "/v1/admin/catalog/products": catalog.Products(*catalog_parts, **body),
+        "/v1/admin/catalog/products/batch": catalog.ProductsBatch(
+            *catalog_parts, max_body_bytes=s.catalog_batch_max_body_bytes
+        ),
+        "/v1/admin/catalog/products/{product_id:uuid}": catalog.Product(*catalog_parts, **body),
+        "/v1/admin/catalog/attributes": catalog.Attributes(*catalog_parts, **body),
+        "/v1/admin/catalog/attributes/{code}": catalog.Attribute(*catalog_parts, **body),
+        "/v1/admin/catalog/search": search.Search(c.search),
+        "/v1/admin/catalog/search/reindex": search.SearchReindex(c.catalog_handlers),
+        "/v1/admin/catalog/bulk-operations": bulk.BulkOperations(
+            bulk_views, c.catalog_handlers, max_body_bytes=s.catalog_batch_max_body_bytes
+        ),
+        "/v1/admin/catalog/bulk-operations/{operation_id:uuid}": bulk.BulkOperation(bulk_views),
+        "/v1/admin/catalog/bulk-operations/{operation_id:uuid}/failures": bulk.BulkFailures(bulk_views),
+        "/v1/admin/carts": sweeps.Carts(*sweep_parts, **body),
+        "/v1/admin/carts/{cart_id:uuid}": sweeps.Cart(*sweep_parts, **body),
+        "/v1/admin/price-lists": sweeps.PriceLists(*sweep_parts, **body),
+        "/v1/admin/price-lists/{price_list_id:uuid}": sweeps.PriceList(*sweep_parts, **body),
+        "/v1/admin/rfqs": sweeps.Rfqs(*sweep_parts, **body),
+        "/v1/admin/rfqs/{rfq_id:uuid}": sweeps.Rfq(*sweep_parts, **body),
+        "/v1/admin/webhooks/endpoints": webhooks.Endpoints(*hooks, **body),
+        "/v1/admin/webhooks/delivery-counts": webhooks.DeliveryCountsByEndpoint(*hooks, **body),
+        "/v1/admin/webhooks/endpoints/{endpoint_id:uuid}": webhooks.Endpoint(*hooks, **body),
+        "/v1/admin/webhooks/endpoints/{endpoint_id:uuid}/rotate-secret": webhooks.RotateSecret(
+            *hooks, **body
+        ),
+        "/v1/admin/webhooks/endpoints/{endpoint_id:uuid}/test": webhooks.SendTest(*hooks, **body),
+        "/v1/admin/webhooks/endpoints/{endpoint_id:uuid}/replay": webhooks.ReplayEndpoint(*hooks, **body),
+        "/v1/admin/webhooks/deliveries": webhooks.Deliveries(*hooks, **body),
+        "/v1/admin/webhooks/deliveries/{delivery_id:uuid}": webhooks.Delivery(*hooks, **body),
+        "/v1/admin/webhooks/deliveries/{delivery_id:uuid}/replay": webhooks.ReplayDelivery(*hooks, **body),
+        "/v1/me/notifications": notifications.MyNotifications(c.notifications),
+        "/v1/me/notifications/{notification_id:uuid}/read": notifications.MyNotificationRead(c.notifications),
     }
+    console_routes = console.build(
+        ops,
+        jobs=jobs_read,
+        job_handlers=c.job_handlers,
+        gates=gate_views,
+        bulk=bulk_views,
+        webhooks=webhook_views,
+        webhook_actions=webhook_actions,
+        modules_=c.modules,
+        schedules=schedule_views,
+        overview=overview_views,
+    )
     for path, resource in {**routes, **console_routes}.items():
         app.add_route(path, with_head(resource))
+    routes["/openapi.json"].describe(app)  # after the loop: the document is generated from every route
     return app
 
 
@@ -108,24 +162,24 @@ def create_app(gh: Components) -> falcon.App:
 class Process:
     """What this API process hosts: its composition and, with role all, consumers."""
 
-    gatehouse: Components
+    components: Components
     consumers: Worker | None = None
 
     def start_consumers(self) -> None:
-        settings = self.gatehouse.settings
+        settings = self.components.settings
         if settings.backend_role != "all":
             return
-        self.consumers = Worker(self.gatehouse.broker, worker_threads=settings.inprocess_consumer_threads)
-        self.gatehouse.broker.emit_after("process_boot")
+        self.consumers = Worker(self.components.broker, worker_threads=settings.inprocess_consumer_threads)
+        self.components.broker.emit_after("process_boot")
         self.consumers.start()
         log.info("consumers started in-process (BACKEND_ROLE=all)")
 
     def stop(self) -> None:
         if self.consumers is not None:
             # In-flight jobs finish (up to the timeout); the stores close after them.
-            self.consumers.stop(timeout=self.gatehouse.settings.shutdown_timeout_ms)
+            self.consumers.stop(timeout=self.components.settings.shutdown_timeout_ms)
         else:
-            self.gatehouse.close()
+            self.components.close()
 
 
 PROCESS: Process | None = None
@@ -142,6 +196,6 @@ def compose(settings: Settings) -> Components:
 
 def get_app() -> falcon.App:
     global PROCESS
-    gh = compose(load_settings())
-    PROCESS = Process(gh)
-    return create_app(gh)
+    built = compose(root.settings())
+    PROCESS = Process(built)
+    return create_app(built)

@@ -34,7 +34,7 @@ from functools import partial
 
 from gunicorn.workers.gthread import ThreadWorker
 
-from gatehouse.settings import load_settings
+from gatehouse_api import root
 
 # A request head larger than this is refused (431): gunicorn's own line limit is
 # 8 190 bytes, and nothing we serve needs kilobytes of headers.
@@ -181,7 +181,7 @@ class BufferingWorker(ThreadWorker):
     """gthread, except that a request is read in the event loop before a thread gets it."""
 
     def init_process(self) -> None:
-        settings = load_settings()
+        settings = root.settings()
         self.read_timeout = settings.api_read_timeout_ms / 1000
         # The largest body any route accepts; a larger one is not waited for.
         self.body_limit = max(settings.max_body_bytes, settings.catalog_batch_max_body_bytes)

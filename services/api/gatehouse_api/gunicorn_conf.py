@@ -5,9 +5,9 @@ from __future__ import annotations
 import signal
 
 from gatehouse.metrics import mark_process_dead
-from gatehouse.settings import load_settings
+from gatehouse_api import root
 
-_settings = load_settings()
+_settings = root.settings()
 
 bind = _settings.api_bind
 workers = _settings.api_workers

@@ -15,6 +15,7 @@ from gunicorn.arbiter import Arbiter
 from gatehouse.entrypoint import prepare_children
 from gatehouse.errors import ConfigurationError
 from gatehouse.settings import load_settings
+from gatehouse_api import root
 
 
 class GracefulArbiter(Arbiter):
@@ -54,7 +55,7 @@ def main() -> None:
             )
     except ConfigurationError as exc:
         sys.exit(f"gatehouse-api: {exc}")
-    prepare_children(settings, "gatehouse-api")
+    root.use(prepare_children(settings, "gatehouse-api"))
     sys.argv = [
         "gatehouse-api",
         "--config",

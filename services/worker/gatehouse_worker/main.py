@@ -16,7 +16,7 @@ from periodiq import print_periodic_actors
 from redis import RedisError
 
 from gatehouse.entrypoint import prepare_children, settings_or_exit
-from gatehouse.schedules import record_next
+from gatehouse.schedules import ScheduleRuns
 from gatehouse.workers import process_name
 
 log = logging.getLogger("periodiq")
@@ -35,7 +35,7 @@ def worker() -> None:
     """
     os.environ["BACKEND_ROLE"] = "worker"
     settings = settings_or_exit("gatehouse-worker", require=WORKER_NEEDS)
-    prepare_children(settings, "gatehouse-worker")
+    prepare_children(settings, "gatehouse-worker")  # its processes read their settings themselves
     sys.argv = [
         "gatehouse-worker",
         SETUP,
@@ -46,9 +46,9 @@ def worker() -> None:
     sys.exit(dramatiq_cli.main())
 
 
-def tick_key(actor_name: str, minute: str) -> str:
+def tick_key(prefix: str, actor_name: str, minute: str) -> str:
     """The lock that lets one scheduler, and only one, send a tick for a minute."""
-    return f"gatehouse:tick:{actor_name}:{minute}"
+    return f"{prefix}:tick:{actor_name}:{minute}"
 
 
 class TickOnceScheduler:
@@ -64,9 +64,11 @@ class TickOnceScheduler:
 
     RETRY_S = (1, 2, 5)  # waits between tries while Redis does not answer, then the last one
 
-    def __init__(self, actors, redis) -> None:
+    def __init__(self, actors, redis, runs: ScheduleRuns, *, prefix: str) -> None:
         self.actors = actors
         self.redis = redis
+        self.runs = runs
+        self.prefix = prefix  # of the tick locks: the schedulers of one deployment share them
         self.owner = process_name()  # this scheduler's locks
         self.owed: dict[str, tuple[object, str]] = {}  # actor name -> (actor, minute) not sent yet
         self.seen: dict[str, str] = {}  # actor name -> latest minute it came due
@@ -81,7 +83,7 @@ class TickOnceScheduler:
 
     def _send_owed(self, now) -> None:
         for name, (actor, minute) in list(self.owed.items()):
-            key = tick_key(name, minute)
+            key = tick_key(self.prefix, name, minute)
             # Our own lock from a try whose send failed still lets us send.
             if (
                 self.redis.set(key, self.owner, nx=True, ex=3600)
@@ -100,7 +102,7 @@ class TickOnceScheduler:
         for actor in self.actors:
             if actor.actor_name.startswith("schedule:"):
                 name = actor.actor_name.removeprefix("schedule:")
-                record_next(self.redis, name, actor.options["periodic"].next_valid_date(now))
+                self.runs.record_next(name, actor.options["periodic"].next_valid_date(now))
 
     def schedule(self) -> float:
         """One wake: publish next runs, send what is due or still owed; returns seconds to sleep."""
@@ -153,7 +155,7 @@ def scheduler() -> None:
     built = build(settings)
     actors = [a for a in built.broker.actors.values() if "periodic" in a.options]
     print_periodic_actors(actors)
-    ticks = TickOnceScheduler(actors, built.redis)
+    ticks = TickOnceScheduler(actors, built.redis, built.schedule_runs, prefix=settings.broker_namespace)
     try:
         ticks.loop()
     except KeyboardInterrupt:

@@ -35,7 +35,7 @@ from dramatiq import Actor, Broker, Middleware
 from dramatiq.common import current_millis
 from psycopg import OperationalError
 from psycopg_pool import PoolTimeout
-from redis import Redis, RedisError
+from redis import RedisError
 from sqlalchemy.exc import OperationalError as SaOperationalError
 from sqlalchemy.exc import TimeoutError as SaPoolTimeout
 
@@ -44,12 +44,12 @@ from gatehouse import progress as P
 from gatehouse import run_decision as rd
 from gatehouse.dispatch import Dispatcher
 from gatehouse.errors import JobPaused, PermanentJobError, RetryLater
-from gatehouse.gate import RedisGate, job_of, owner, released_key
+from gatehouse.gate import RedisGate, job_of, owner
 from gatehouse.job_types import JobType, Policies, outcome_event
 from gatehouse.jobs import Claim, JobMessage, JobStore, datetime_to_ms
 from gatehouse.modules import ModuleStates, module_of_queue
 from gatehouse.uow import UnitOfWork
-from gatehouse.wb import pauses
+from gatehouse.wb.pauses import AccountPauses
 from gatehouse_worker.leases import LeaseKeeper
 from gatehouse_worker.runtime import JobContext, WbAccess
 
@@ -89,7 +89,7 @@ class JobRuntime(Middleware):
         uow: UnitOfWork,
         jobs: JobStore,
         gate: RedisGate,
-        redis: Redis,
+        pauses: AccountPauses,
         dispatcher: Dispatcher,
         modules: ModuleStates,
         policies: Policies,
@@ -98,7 +98,7 @@ class JobRuntime(Middleware):
         timings: rd.Timings,
         gate_timings: GateTimings,
     ) -> None:
-        self.uow, self.jobs, self.gate, self.redis = uow, jobs, gate, redis
+        self.uow, self.jobs, self.gate, self.pauses = uow, jobs, gate, pauses
         self.dispatcher, self.modules, self.policies = dispatcher, modules, policies
         self.leases, self.wb_access = leases, wb_access
         self.timings, self.g = timings, gate_timings
@@ -125,7 +125,9 @@ class JobRuntime(Middleware):
         claim = self._claim(job_type, job_id, number)
         if claim is None:
             return
-        ctx = JobContext(claim=claim, jobs=self.jobs, wb_access=self.wb_access, poll_delay_ms=self.g.poll_delay_ms)
+        ctx = JobContext(
+            claim=claim, jobs=self.jobs, wb_access=self.wb_access, poll_delay_ms=self.g.poll_delay_ms
+        )
         self.leases.add(ctx)
         try:
             facts, outcome = self._admit(job_type, ctx)
@@ -141,7 +143,9 @@ class JobRuntime(Middleware):
 
     def _put_back(self, job_type: JobType, job_id: str, number: int, delay_ms: int, why: str) -> None:
         """The message again, later and unchanged: it was not claimed, so the row still waits for it."""
-        message = JobMessage(uuid.UUID(job_id), job_type.queue, job_type.name, number, current_millis() + delay_ms)
+        message = JobMessage(
+            uuid.UUID(job_id), job_type.queue, job_type.name, number, current_millis() + delay_ms
+        )
         try:
             self.dispatcher.send(message)
         except RedisError:
@@ -246,8 +250,7 @@ class JobRuntime(Middleware):
         if ctx.job.account_id is None:
             return
         try:
-            pauses.record(
-                self.redis,
+            self.pauses.record(
                 str(ctx.job.account_id),
                 ctx.job.id,
                 at_ms=current_millis(),
@@ -283,7 +286,12 @@ class JobRuntime(Middleware):
         def reschedule() -> None:
             with self.uow.autocommit() as tx:
                 self.jobs.reschedule(
-                    tx, claim, eta_ms=t.eta_ms, progress=progress, consume_attempt=t.consumes_attempt, error=t.error
+                    tx,
+                    claim,
+                    eta_ms=t.eta_ms,
+                    progress=progress,
+                    consume_attempt=t.consumes_attempt,
+                    error=t.error,
                 )
                 # The gate effect before the message goes out (at the end of the unit of work): a kept
                 # lease must be extended before the job can run again.
@@ -305,7 +313,9 @@ class JobRuntime(Middleware):
             return
         with self.uow.begin() as tx:
             if self.jobs.finish(tx, claim, state=state, progress=progress, result=t.result, error=t.error):
-                tx.publish(outcome_event(job_type, claim.job, FINISHED[t.kind], result=t.result, error=t.error))
+                tx.publish(
+                    outcome_event(job_type, claim.job, FINISHED[t.kind], result=t.result, error=t.error)
+                )
 
     def _write(self, write: Callable[[], Any], job_id: uuid.UUID) -> Any:
         """A row write that rides out a short PostgreSQL outage, up to the row's lease.
@@ -363,9 +373,6 @@ class JobRuntime(Middleware):
 
     def _wake(self, account: str, best: str | None) -> None:
         """Make the best waiter due now; the row claim turns its old delayed copy into a no-op."""
-        if best is None:
-            return
-        self.redis.set(released_key(account), current_millis(), px=self.g.lease_ms)
         for _ in range(WAKE_TRIES):
             if best is None:
                 return
@@ -380,19 +387,25 @@ class JobRuntime(Middleware):
         now = current_millis()
         metrics.GATE_WAIT.observe((now - waiting_since_ms) / 1000)
         try:
-            released = self.redis.getdel(released_key(account))
+            released = self.gate.handed_off(account)
         except RedisError:
             return
         if released is not None:
-            metrics.GATE_HANDOFF.observe(max(0, now - int(released)) / 1000)
+            metrics.GATE_HANDOFF.observe(max(0, now - released) / 1000)
 
 
-def declare(broker: Broker, runtime: JobRuntime, job_type: JobType, body: Callable[[JobContext], Any]) -> Actor:
+def declare(
+    broker: Broker, runtime: JobRuntime, job_type: JobType, body: Callable[[JobContext], Any]
+) -> Actor:
     """The Dramatiq actor of a job type: the job id and the message's number are its arguments."""
 
     def run(job_id: str, number: int | None = None) -> None:
-        if number is None:  # a message of an older release (its number was an option): the row's is sent again
-            log.warning("job %s: a message without its number is dropped; reconciliation sends it again", job_id)
+        if (
+            number is None
+        ):  # a message of an older release (its number was an option): the row's is sent again
+            log.warning(
+                "job %s: a message without its number is dropped; reconciliation sends it again", job_id
+            )
             return
         runtime.run(job_type, body, job_id, number)
 

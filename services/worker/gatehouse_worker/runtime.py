@@ -142,6 +142,8 @@ def bind(body: Body, collaborators: Mapping[str, Any]) -> Callable[[JobContext],
     names = list(inspect.signature(body).parameters)[1:]
     missing = [n for n in names if n not in collaborators]
     if missing:
-        raise TypeError(f"job body {body.__module__}.{body.__name__} asks for {missing}, which the worker lacks")
+        raise TypeError(
+            f"job body {body.__module__}.{body.__name__} asks for {missing}, which the worker lacks"
+        )
     given = {n: collaborators[n] for n in names}
     return lambda ctx: body(ctx, **given)

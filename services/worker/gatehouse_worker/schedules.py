@@ -15,32 +15,36 @@ from datetime import UTC, datetime
 
 from dramatiq import Actor, Broker
 from periodiq import cron
-from redis import Redis
 
 from gatehouse import metrics
 from gatehouse.accounts import Accounts
 from gatehouse.modules import ModuleStates, module_of_queue
-from gatehouse.schedules import FANOUT_QUEUE, Schedule, record_run
+from gatehouse.schedules import FANOUT_QUEUE, Schedule, ScheduleRuns
 
 log = logging.getLogger(__name__)
 MAINTENANCE_QUEUE = "maintenance"
 
 
 def fan_out(
-    schedule: Schedule, *, submit: Callable[..., tuple], modules: ModuleStates, accounts: Accounts, redis: Redis
+    schedule: Schedule,
+    *,
+    submit: Callable[..., tuple],
+    modules: ModuleStates,
+    accounts: Accounts,
+    runs: ScheduleRuns,
 ) -> tuple[int, int]:
     """One job per active account (a single-job schedule: one job); returns (created, already running)."""
     payload = schedule.payload()
     created = running = 0
     module = module_of_queue(schedule.job_type.queue)
     if module is not None and not modules.state(module.name, fresh=True).on:
-        record_run(redis, schedule.name, datetime.now(UTC))
+        runs.record_run(schedule.name, datetime.now(UTC))
         log.info("%s: module %s is off; nothing created", schedule.name, module.name)
         return created, running
     for account_id in accounts.active_ids() if schedule.per_account else [None]:
         _, new = submit(schedule.job_type, account_id=account_id, payload=payload)
         created, running = created + new, running + (not new)
-    record_run(redis, schedule.name, datetime.now(UTC))
+    runs.record_run(schedule.name, datetime.now(UTC))
     log.info("%s: %d job(s) created, %d already running", schedule.name, created, running)
     return created, running
 

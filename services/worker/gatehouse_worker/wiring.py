@@ -27,7 +27,7 @@ from gatehouse.schedules import FANOUT_QUEUE, schedules
 from gatehouse.settings import Settings
 from gatehouse.sweeps import SWEEPS
 from gatehouse.wb.tables import WbData
-from gatehouse.workers import Liveness, process_name
+from gatehouse.workers import process_name
 from gatehouse_worker import runtime
 from gatehouse_worker.health import ConsumerLiveness
 from gatehouse_worker.jobs.notifications import SmtpConfig
@@ -57,7 +57,7 @@ def job_runtime(c: Components) -> JobRuntime:
     leases = LeaseKeeper(
         c.jobs,
         c.gate,
-        Liveness(c.redis, ttl_ms=s.worker_dead_after_ms),
+        c.liveness,
         c.job_handlers.requeue_orphans,
         Beats(
             worker_heartbeat_ms=s.worker_heartbeat_ms,
@@ -72,7 +72,7 @@ def job_runtime(c: Components) -> JobRuntime:
         uow=c.uow,
         jobs=c.jobs,
         gate=c.gate,
-        redis=c.redis,
+        pauses=c.pauses,
         dispatcher=c.dispatcher,
         modules=c.modules,
         policies=c.policies,
@@ -134,7 +134,11 @@ def build(settings: Settings) -> Components:
         reconcile=c.job_handlers.reconcile,
         reconcile_cron=settings.reconcile_interval_cron,
         fan_out=partial(
-            fan_out, submit=c.job_handlers.submit, modules=c.modules, accounts=c.accounts, redis=c.redis
+            fan_out,
+            submit=c.job_handlers.submit,
+            modules=c.modules,
+            accounts=c.accounts,
+            runs=c.schedule_runs,
         ),
     )
     return c

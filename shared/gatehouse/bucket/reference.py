@@ -1,10 +1,11 @@
 """The WB token bucket as a pure function of its Redis hash: the reference ``take.lua`` mirrors.
 
-One bucket per (seller account, WB bucket): ``wb:bucket:{A}:<bucket>``, a
-hash ``tokens`` (fractional, stored as ``"%.6f"``) and ``ts`` (ms of the last
-take). It holds at most ``burst`` tokens and refills ``limit`` per
-``period_ms``. The caller passes ``now_ms`` (its wall clock), which keeps the
-rule deterministic.
+One bucket per (seller account, WB bucket): ``<prefix>:wb:bucket:{A}:<bucket>``
+(``<prefix>``: the deployment's ``BROKER_NAMESPACE``; the braces: the account's
+Redis Cluster hash tag, as the gate's), a hash ``tokens`` (fractional, stored
+as ``"%.6f"``) and ``ts`` (ms of the last take). It holds at most ``burst``
+tokens and refills ``limit`` per ``period_ms``. The caller passes ``now_ms``
+(its wall clock), which keeps the rule deterministic.
 
 The arithmetic is written operation for operation as in the Lua (both are
 IEEE doubles, evaluated one operation at a time), and the refill is rounded
@@ -22,13 +23,13 @@ from dataclasses import dataclass
 IDLE_GRACE_MS = 1000
 
 
-def bucket_key(account_id: str, bucket: str) -> str:
+def bucket_key(prefix: str, account_id: str, bucket: str) -> str:
     if not account_id or "{" in account_id or "}" in account_id:
         # A brace would change the hash tag; the account's keys share one Redis Cluster slot.
         raise ValueError(f"account id must be non-empty and brace-free, got {account_id!r}")
     if not bucket:
         raise ValueError("bucket must be non-empty")
-    return f"wb:bucket:{{{account_id}}}:{bucket}"
+    return f"{prefix}:wb:bucket:{{{account_id}}}:{bucket}"
 
 
 def quantize(x: float) -> float:

@@ -11,7 +11,7 @@
 -- Returns wait_ms: 0 when cost tokens were taken; otherwise nothing is taken
 -- or written and wait_ms is how long until cost tokens will be there.
 --
--- wb:bucket:{A}:<bucket>
+-- <prefix>:wb:bucket:{A}:<bucket>
 --   A hash: tokens = tokens left after the last take ("%.6f"), ts = ms of
 --   the last take. A missing key is a full bucket. At most burst tokens;
 --   refills limit tokens per period_ms. PEXPIRE = time until full again

@@ -1,8 +1,9 @@
-"""The B2B catalog: products and attributes (tables), their rules, and the store with the SQL.
+"""The B2B catalog: products and attributes.
 
-Routes and job bodies stay thin and call ``CatalogStore``; the rules
-(``gatehouse.catalog.rules``) are pure and shared by every path that changes
-a product (the admin API now, bulk operations later).
+- ``tables``: their declarations; ``rules``: pure checks shared by every path that changes a product;
+- ``store``: products' and attributes' SQL; ``bulk``: bulk operations and search re-indexes;
+- ``documents``: what a product's search document holds, kept current by every change;
+- ``handlers``: the use cases the routes, the console and the job bodies call.
 """
 
 from gatehouse.catalog.rules import NewProduct, Price, ProductPatch

@@ -18,7 +18,7 @@ A ``search_reindex`` operation is the same row and the same job; ``run_batch``
 dispatches on the type. Its product ids are every product when it starts; each
 batch rebuilds their documents in the shadow table (``search_documents_build``),
 and the batch that ends it swaps the shadow into the live index
-(``search_documents``) in the same transaction (``gatehouse.search.documents``).
+(``search_documents``) in the same transaction (``gatehouse.catalog.documents``).
 An edit made while it builds is not lost: while a re-index is live every edit
 writes its documents into the shadow too (it checks after locking its products),
 and a re-index batch locks its products FOR SHARE first (an edit in flight
@@ -51,16 +51,16 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from gatehouse.catalog import rules
+from gatehouse.catalog import documents, rules
 from gatehouse.catalog.rules import Price, ProductPatch
 from gatehouse.catalog.store import CatalogStore
+from gatehouse.db import one_or_404
 from gatehouse.errors import NotFound, ValidationFailed
 from gatehouse.events import Event
 from gatehouse.job_types import CATALOG_BULK_OPERATION
 from gatehouse.jobs import JobStore
 from gatehouse.notifications import NotificationStore
 from gatehouse.paging import newest_first
-from gatehouse.search import documents
 
 if TYPE_CHECKING:
     from gatehouse.uow import Tx
@@ -221,7 +221,7 @@ INSERT_OPERATION = f"""
 # (arrays are 1-based), a bulk update reads them in place in its next statement, so they never
 # travel. A live bulk update's next products are locked here too, in their order, so the
 # statement that patches them starts after every edit of them in flight has committed (and so
-# has a re-index batch that built their documents first: see gatehouse.search.documents).
+# has a re-index batch that built their documents first: see gatehouse.catalog.documents).
 START = text(
     """
     WITH op AS (
@@ -490,7 +490,13 @@ class BulkStore:
             self.notifications.notify(tx, **notice)
 
     def insert(
-        self, tx: Tx, selection: Selection, patch: ProductPatch, request: dict[str, Any], *, requester: uuid.UUID | None
+        self,
+        tx: Tx,
+        selection: Selection,
+        patch: ProductPatch,
+        request: dict[str, Any],
+        *,
+        requester: uuid.UUID | None,
     ) -> OperationRecord:
         """Record the operation over its selection (resolved now); ValidationFailed if it matches no product."""
         self._require_attributes(tx.conn, patch)
@@ -605,13 +611,9 @@ class BulkStore:
             self.ended(tx, OperationRecord(*row), notify=True)
 
     def get(self, op_id: uuid.UUID) -> OperationRecord:
+        sql = text(f"SELECT {COLUMNS} FROM catalog_bulk_operations WHERE id = :id")
         with self.engine.connect() as conn:
-            row = conn.execute(
-                text(f"SELECT {COLUMNS} FROM catalog_bulk_operations WHERE id = :id"), {"id": op_id}
-            ).one_or_none()
-        if row is None:
-            raise NotFound(f"bulk operation {op_id} not found")
-        return OperationRecord(*row)
+            return OperationRecord(*one_or_404(conn, sql, {"id": op_id}, f"bulk operation {op_id}"))
 
     def failures(self, op_id: uuid.UUID, *, limit: int = 50, after: int = 0) -> list[FailureRecord]:
         """The operation's failed items after position ``after``, in order, with their products' SKU and name."""

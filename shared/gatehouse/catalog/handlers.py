@@ -43,7 +43,9 @@ class CatalogHandlers:
         with self.uow.begin() as tx:
             product, changed = self.catalog.patch_product(tx, product_id, patch, actor=actor)
             if changed:
-                tx.publish(Event("catalog.product.updated", {"productIds": [str(product_id)], "actor": actor}))
+                tx.publish(
+                    Event("catalog.product.updated", {"productIds": [str(product_id)], "actor": actor})
+                )
         return product
 
     def create_attribute(self, code: str, label: str, searchable: bool) -> AttributeRecord:
@@ -112,6 +114,8 @@ class CatalogHandlers:
         except Exception as exc:
             if last_attempt:
                 with self.uow.begin() as tx:
-                    self.bulk.fail(tx, op_id, {"code": getattr(exc, "code", type(exc).__name__), "message": str(exc)})
+                    self.bulk.fail(
+                        tx, op_id, {"code": getattr(exc, "code", type(exc).__name__), "message": str(exc)}
+                    )
             raise
         return self.bulk.get(op_id)

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Engine, text
 
 from gatehouse import audit
-from gatehouse.catalog import rules
+from gatehouse.catalog import documents, rules
 from gatehouse.catalog.rules import NewProduct, Price, ProductPatch
 from gatehouse.catalog.tables import ATTRIBUTE_COLUMNS, PRODUCT_COLUMNS, AttributeRecord, ProductRecord
-from gatehouse.errors import Conflict, NotFound, ValidationFailed
+from gatehouse.db import one_or_404
+from gatehouse.errors import Conflict, ValidationFailed
 from gatehouse.paging import newest_first
-from gatehouse.search import documents
 
 if TYPE_CHECKING:
     from gatehouse.uow import Tx
@@ -79,13 +79,9 @@ class CatalogStore:
         return len(created)
 
     def get_product(self, product_id: uuid.UUID) -> ProductRecord:
+        sql = text(f"SELECT {PRODUCT_COLUMNS} FROM products WHERE id = :id")
         with self.engine.connect() as conn:
-            row = conn.execute(
-                text(f"SELECT {PRODUCT_COLUMNS} FROM products WHERE id = :id"), {"id": product_id}
-            ).one_or_none()
-        if row is None:
-            raise NotFound(f"product {product_id} not found")
-        return ProductRecord(*row)
+            return ProductRecord(*one_or_404(conn, sql, {"id": product_id}, f"product {product_id}"))
 
     def list_products(
         self,
@@ -112,12 +108,8 @@ class CatalogStore:
         document; returns the product and whether anything changed."""
         rules.check_patch(patch)
         conn = tx.conn
-        row = conn.execute(
-            text(f"SELECT {PRODUCT_COLUMNS} FROM products WHERE id = :id FOR UPDATE"), {"id": product_id}
-        ).one_or_none()
-        if row is None:
-            raise NotFound(f"product {product_id} not found")
-        current = ProductRecord(*row)
+        sql = text(f"SELECT {PRODUCT_COLUMNS} FROM products WHERE id = :id FOR UPDATE")
+        current = ProductRecord(*one_or_404(conn, sql, {"id": product_id}, f"product {product_id}"))
         change = rules.apply(
             patch,
             name=current.name,
@@ -130,7 +122,11 @@ class CatalogStore:
             return current, False
         self._require_attributes(
             conn,
-            {code: "attributes" for code, v in (change.after.get("attributes") or {}).items() if v is not None},
+            {
+                code: "attributes"
+                for code, v in (change.after.get("attributes") or {}).items()
+                if v is not None
+            },
         )
         assignments = ", ".join(
             f"{column} = CAST(:{column} AS jsonb)" if column == "attributes" else f"{column} = :{column}"
@@ -186,13 +182,8 @@ class CatalogStore:
         if label is not None:
             rules.check_label(label)
         conn = tx.conn
-        row = conn.execute(
-            text(f"SELECT {ATTRIBUTE_COLUMNS} FROM attributes WHERE code = :code FOR UPDATE"),
-            {"code": code},
-        ).one_or_none()
-        if row is None:
-            raise NotFound(f"attribute {code} not found")
-        current = AttributeRecord(*row)
+        sql = text(f"SELECT {ATTRIBUTE_COLUMNS} FROM attributes WHERE code = :code FOR UPDATE")
+        current = AttributeRecord(*one_or_404(conn, sql, {"code": code}, f"attribute {code}"))
         before, after = {}, {}
         for key, old, new in (
             ("label", current.label, label),

@@ -1,8 +1,8 @@
 """The per-account gate: one WB-heavy job per seller account at a time, user jobs first.
 
-``vocabulary`` holds its words (keys, owner, spec); ``reference`` holds the
-rules as pure functions; the ``*.lua`` scripts mirror them on Redis and
-``store.RedisGate`` runs those scripts.
+``vocabulary`` holds its words (keys under the deployment's prefix, owner,
+spec); ``reference`` holds the rules as pure functions; the ``*.lua`` scripts
+mirror them on Redis and ``store.RedisGate`` runs those scripts.
 """
 
 from gatehouse.gate.reference import AcquireResult, Decision, GateState, ReleaseResult, Waiter, waiting_score
@@ -15,7 +15,6 @@ from gatehouse.gate.vocabulary import (
     gate_keys,
     job_of,
     owner,
-    released_key,
 )
 
 __all__ = [
@@ -32,6 +31,5 @@ __all__ = [
     "gate_keys",
     "job_of",
     "owner",
-    "released_key",
     "waiting_score",
 ]

@@ -12,14 +12,14 @@
 --   {"busy", holder, PTTL}           another owner holds it; the owner is parked
 --   {"deferred", nil, -2}            free, but a user job wants it and the owner is scheduled
 --
--- wb:gate:{A}
+-- <prefix>:wb:gate:{A}
 --   A string: the holder "<queue>:<jobId>", PX = its lease.
 --
--- wb:gate:{A}:wanted
+-- <prefix>:wb:gate:{A}:wanted
 --   A string: the user job that last found the gate busy, PX = wanted TTL.
 --   While it exists a scheduled job does not take a free gate.
 --
--- wb:gate:{A}:waiting
+-- <prefix>:wb:gate:{A}:waiting
 --   A sorted set of parked owners, score = tier_rank * 10^13 + first_wait_ms
 --   (user = 0, scheduled = 1), so the lowest score is the best waiter. Its
 --   TTL is set to waiting_ttl_ms at every park, so abandoned entries vanish.

@@ -14,7 +14,7 @@
 -- Returns 1 when the owner holds the gate (lease now lease_ms), else 0 and
 -- nothing changes.
 --
--- wb:gate:{A}
+-- <prefix>:wb:gate:{A}
 --   A string: the holder "<queue>:<jobId>", PX = its lease.
 
 local gate = KEYS[1]

@@ -13,9 +13,9 @@
 --
 -- Returns 1 if the owner was waiting, else 0.
 --
--- wb:gate:{A}:waiting
+-- <prefix>:wb:gate:{A}:waiting
 --   A sorted set of parked owners; Redis deletes it when it empties.
--- wb:gate:{A}:wanted
+-- <prefix>:wb:gate:{A}:wanted
 --   The user job that wants the gate next (string, with its TTL).
 
 local waiting = KEYS[1]

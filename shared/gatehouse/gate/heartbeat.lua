@@ -9,7 +9,7 @@
 -- Returns 1 when the owner still holds the gate (its lease is now lease_ms),
 -- 0 when it lost it (expired or taken over); then nothing changes.
 --
--- wb:gate:{A}
+-- <prefix>:wb:gate:{A}
 --   A string: the holder "<queue>:<jobId>", PX = its lease.
 
 local gate = KEYS[1]

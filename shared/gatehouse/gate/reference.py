@@ -6,14 +6,19 @@ The scripts beside this module do the same to the real keys in one atomic
 step; ``tests/integration/test_gate_equivalence.py`` runs both side by side
 and demands equal results and equal resulting keys.
 
-Keys of account A (``vocabulary.gate_keys``; the braces are a Redis Cluster hash tag, so
-one script may touch all three):
+Keys of account A (``vocabulary.gate_keys``; ``<prefix>`` is the deployment's
+``BROKER_NAMESPACE``; the braces are a Redis Cluster hash tag, so one script may
+touch all three):
 
-- ``wb:gate:{A}`` – string, the holder ``<queue>:<jobId>``, TTL = its lease;
-- ``wb:gate:{A}:wanted`` – string, the user job that last wanted the gate;
-- ``wb:gate:{A}:waiting`` – sorted set of parked owners, score
+- ``<prefix>:wb:gate:{A}`` – string, the holder ``<queue>:<jobId>``, TTL = its lease;
+- ``<prefix>:wb:gate:{A}:wanted`` – string, the user job that last wanted the gate;
+- ``<prefix>:wb:gate:{A}:waiting`` – sorted set of parked owners, score
   ``tier_rank * 10**13 + first_wait_ms``: the lowest is "user before
   scheduled, then oldest".
+
+``RedisGate`` also keeps ``<prefix>:wb:gate:{A}:released``, the moment the gate
+was last released to a waiter, for the hand-off latency metric; no rule reads
+it, so it is no part of this state.
 
 Redis deletes an empty sorted set, so the state never holds an empty
 ``waiting`` with a TTL.

@@ -14,10 +14,10 @@
 -- woken, and takes its entry out when it acquires), nil if none.
 -- Returns {0, nil} when the owner did not hold it; then nothing changes.
 --
--- wb:gate:{A}
+-- <prefix>:wb:gate:{A}
 --   A string: the holder "<queue>:<jobId>", PX = its lease.
 --
--- wb:gate:{A}:waiting
+-- <prefix>:wb:gate:{A}:waiting
 --   A sorted set of parked owners, lowest score = best (user first, then oldest).
 
 local gate = KEYS[1]

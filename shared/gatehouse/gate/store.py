@@ -1,12 +1,15 @@
 """The per-account gate on Redis: the Lua scripts beside this module, one call each.
 
 Every rule is one atomic script over the account's keys (see
-``vocabulary.gate_keys``); its pure twin in ``reference`` is the spec. The
-requests validate the arguments before anything reaches Redis.
+``vocabulary.gate_keys``, under the prefix the gate is given); its pure twin in
+``reference`` is the spec. The requests validate the arguments before anything
+reaches Redis. Beside the rules the gate keeps one metric fact: when it was
+last handed to a waiter (``handed_off``).
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,7 +30,7 @@ from gatehouse.gate.reference import (
     Waiter,
     YieldRequest,
 )
-from gatehouse.gate.vocabulary import gate_keys
+from gatehouse.gate.vocabulary import GateKeys, gate_keys, released_key
 
 _HERE = Path(__file__).parent
 SCRIPTS = ("acquire", "heartbeat", "extend", "release", "yield", "forget")
@@ -50,14 +53,22 @@ class RedisGate:
 
     Construction only reads the scripts and hashes them; the first call
     loads each script into Redis (EVALSHA, then SCRIPT LOAD on NOSCRIPT).
+    Every key starts with ``prefix``. A release that has a waiter to wake
+    marks its moment for ``released_ttl_ms`` (one lease: a waiter that takes
+    the gate later was not handed it).
     """
 
-    def __init__(self, client: Redis) -> None:
+    def __init__(self, client: Redis, *, prefix: str, released_ttl_ms: int = 90_000) -> None:
         self.client = client
+        self.prefix = prefix
+        self.released_ttl_ms = released_ttl_ms
         self._scripts: dict[str, Script] = {
             name: client.register_script((_HERE / f"{name}.lua").read_text(encoding="utf-8"))
             for name in SCRIPTS
         }
+
+    def keys(self, account_id: str) -> GateKeys:
+        return gate_keys(self.prefix, account_id)
 
     def acquire(
         self,
@@ -72,7 +83,7 @@ class RedisGate:
     ) -> AcquireResult:
         req = AcquireRequest(owner, tier, lease_ms, wanted_ttl_ms, waiting_ttl_ms, first_wait_ms)
         decision, holder, lease_left = self._scripts["acquire"](
-            keys=list(gate_keys(account_id)),
+            keys=list(self.keys(account_id)),
             args=[
                 req.owner,
                 req.tier,
@@ -89,7 +100,7 @@ class RedisGate:
     def heartbeat(self, account_id: str, owner: str, *, lease_ms: int) -> bool:
         """Renew the lease; False means the lease was lost and the job must stop touching WB."""
         req = HeartbeatRequest(owner, lease_ms)
-        keys = gate_keys(account_id)
+        keys = self.keys(account_id)
         return bool(self._scripts["heartbeat"](keys=[keys.gate], args=[req.owner, req.lease_ms]))
 
     def heartbeat_many(self, holds: list[tuple[str, str]], *, lease_ms: int) -> set[tuple[str, str]]:
@@ -104,30 +115,42 @@ class RedisGate:
         pipe = self.client.pipeline(transaction=False)
         for account_id, owner in holds:
             req = HeartbeatRequest(owner, lease_ms)
-            script(keys=[gate_keys(account_id).gate], args=[req.owner, req.lease_ms], client=pipe)
+            script(keys=[self.keys(account_id).gate], args=[req.owner, req.lease_ms], client=pipe)
         kept = pipe.execute()
         return {hold for hold, ok in zip(holds, kept, strict=True) if not ok}
 
     def extend(self, account_id: str, owner: str, *, lease_ms: int) -> bool:
         """Keep the gate over a WB rate-limit pause: ``lease_ms`` = pause + margin."""
         req = ExtendRequest(owner, lease_ms)
-        keys = gate_keys(account_id)
+        keys = self.keys(account_id)
         return bool(self._scripts["extend"](keys=[keys.gate], args=[req.owner, req.lease_ms]))
 
     def release(self, account_id: str, owner: str) -> ReleaseResult:
         req = ReleaseRequest(owner)
-        keys = gate_keys(account_id)
+        keys = self.keys(account_id)
         released, best = self._scripts["release"](keys=[keys.gate, keys.waiting], args=[req.owner])
-        return ReleaseResult(bool(released), _text(best))
+        return self._handing_off(account_id, ReleaseResult(bool(released), _text(best)))
 
     def yield_if_wanted(self, account_id: str, owner: str) -> ReleaseResult:
         req = YieldRequest(owner)
-        released, best = self._scripts["yield"](keys=list(gate_keys(account_id)), args=[req.owner])
-        return ReleaseResult(bool(released), _text(best))
+        released, best = self._scripts["yield"](keys=list(self.keys(account_id)), args=[req.owner])
+        return self._handing_off(account_id, ReleaseResult(bool(released), _text(best)))
+
+    def _handing_off(self, account_id: str, result: ReleaseResult) -> ReleaseResult:
+        # The moment a waiter is to be woken: the hand-off ends when it takes the gate (handed_off).
+        if result.best_waiter is not None:
+            now_ms = int(time.time() * 1000)
+            self.client.set(released_key(self.prefix, account_id), now_ms, px=self.released_ttl_ms)
+        return result
+
+    def handed_off(self, account_id: str) -> int | None:
+        """When the gate just taken was released to a waiter (epoch ms), once: None if it was not."""
+        released = self.client.getdel(released_key(self.prefix, account_id))
+        return None if released is None else int(released)
 
     def forget(self, account_id: str, owner: str) -> bool:
         req = ForgetRequest(owner)
-        keys = gate_keys(account_id)
+        keys = self.keys(account_id)
         return bool(self._scripts["forget"](keys=[keys.waiting, keys.wanted], args=[req.owner]))
 
     def inspect(self, account_id: str) -> GateState:
@@ -145,7 +168,7 @@ class RedisGate:
             return []
         pipe = self.client.pipeline(transaction=True)
         for account_id in account_ids:
-            keys = gate_keys(account_id)
+            keys = self.keys(account_id)
             pipe.get(keys.gate)
             pipe.pttl(keys.gate)
             pipe.get(keys.wanted)

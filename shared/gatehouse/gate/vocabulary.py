@@ -1,8 +1,10 @@
 """The gate's words: its Redis keys, who holds it (the owner) and how a job type opts in (the spec).
 
-Every gate key of an account is built here and nowhere else. The braces are a
-Redis Cluster hash tag: all keys of one account live in one slot, so one Lua
-script may touch them together.
+Every gate key of an account is built here and nowhere else, under the
+deployment's prefix (``BROKER_NAMESPACE``, given by the composition root), so
+two deployments on one Redis database never see each other's gates. The braces
+are a Redis Cluster hash tag: all keys of one account live in one slot, so one
+Lua script may touch them together.
 """
 
 from __future__ import annotations
@@ -26,21 +28,21 @@ class GateKeys(NamedTuple):
     waiting: str
 
 
-def _base(account_id: str) -> str:
+def _base(prefix: str, account_id: str) -> str:
     if not account_id or "{" in account_id or "}" in account_id:
         # A brace would change the hash tag and split the account over slots.
         raise ValueError(f"account id must be non-empty and brace-free, got {account_id!r}")
-    return f"wb:gate:{{{account_id}}}"
+    return f"{prefix}:wb:gate:{{{account_id}}}"
 
 
-def gate_keys(account_id: str) -> GateKeys:
-    base = _base(account_id)
+def gate_keys(prefix: str, account_id: str) -> GateKeys:
+    base = _base(prefix, account_id)
     return GateKeys(gate=base, wanted=f"{base}:wanted", waiting=f"{base}:waiting")
 
 
-def released_key(account_id: str) -> str:
-    """When the account's gate was last handed over: the hand-off latency metric reads it."""
-    return f"{_base(account_id)}:released"
+def released_key(prefix: str, account_id: str) -> str:
+    """When the account's gate was last handed to a waiter: the hand-off latency metric reads it."""
+    return f"{_base(prefix, account_id)}:released"
 
 
 def owner(queue: str, job_id: uuid.UUID | str) -> str:

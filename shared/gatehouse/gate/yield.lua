@@ -15,13 +15,13 @@
 -- the gate is now free (best_waiter as in release, nil if none); else {0, nil}
 -- and nothing changes.
 --
--- wb:gate:{A}
+-- <prefix>:wb:gate:{A}
 --   A string: the holder "<queue>:<jobId>", PX = its lease.
 --
--- wb:gate:{A}:wanted
+-- <prefix>:wb:gate:{A}:wanted
 --   A string: the user job that last found the gate busy.
 --
--- wb:gate:{A}:waiting
+-- <prefix>:wb:gate:{A}:waiting
 --   A sorted set of parked owners, lowest score = best (user first, then oldest).
 
 local gate = KEYS[1]

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, text
 
-from gatehouse.errors import NotFound, ValidationFailed
+from gatehouse.db import one_or_404
+from gatehouse.errors import ValidationFailed
 from gatehouse.job_types import NOTIFICATION_EMAIL
 from gatehouse.jobs import JobStore
 from gatehouse.notifications.tables import COLUMNS, NotificationRecord
@@ -71,7 +72,14 @@ class NotificationStore:
         notification_id = uuid.uuid4()
         tx.conn.execute(
             INSERT,
-            {"id": notification_id, "user_id": user_id, "kind": kind, "title": title, "body": body, "link": link},
+            {
+                "id": notification_id,
+                "user_id": user_id,
+                "kind": kind,
+                "title": title,
+                "body": body,
+                "link": link,
+            },
         )
         # An e-mail job has no account, so the live-job index (account, type) never refuses it.
         self.jobs.create(tx, NOTIFICATION_EMAIL, payload={"notificationId": str(notification_id)})
@@ -91,17 +99,13 @@ class NotificationStore:
 
     def mark_read(self, user_id: uuid.UUID, notification_id: uuid.UUID) -> NotificationRecord:
         """Mark the user's notification read (the first read time is kept); another user's is not found."""
+        sql = text(
+            "UPDATE notifications SET read_at = coalesce(read_at, now()) "
+            f"WHERE id = :id AND user_id = :user_id RETURNING {COLUMNS}"
+        )
+        params = {"id": notification_id, "user_id": user_id}
         with self.engine.begin() as conn:
-            row = conn.execute(
-                text(
-                    "UPDATE notifications SET read_at = coalesce(read_at, now()) "
-                    f"WHERE id = :id AND user_id = :user_id RETURNING {COLUMNS}"
-                ),
-                {"id": notification_id, "user_id": user_id},
-            ).one_or_none()
-        if row is None:
-            raise NotFound(f"notification {notification_id} not found")
-        return NotificationRecord(*row)
+            return NotificationRecord(*one_or_404(conn, sql, params, f"notification {notification_id}"))
 
     def email_of(self, notification_id: uuid.UUID) -> EmailOf | None:
         """The notification and its user's address, or None when it is gone (its user was deleted)."""

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine, text
 
+from gatehouse.catalog.documents import CONFIG
 from gatehouse.catalog.rules import STATUSES
 from gatehouse.errors import ValidationFailed
-from gatehouse.search.documents import CONFIG
 
 Q_MAX = 200
 LIMIT_MAX = 1_000

@@ -19,7 +19,13 @@ log = logging.getLogger(__name__)
 
 class SweepHandlers:
     def __init__(
-        self, uow: UnitOfWork, store: SweepStore, modules: ModuleStates, *, batch_size: int, abandon_after_ms: int
+        self,
+        uow: UnitOfWork,
+        store: SweepStore,
+        modules: ModuleStates,
+        *,
+        batch_size: int,
+        abandon_after_ms: int,
     ) -> None:
         self.uow, self.store, self.modules = uow, store, modules
         self.batch_size, self.abandon_after_ms = batch_size, abandon_after_ms
@@ -56,7 +62,9 @@ class SweepHandlers:
                 if done.batches == 0:
                     raise
                 done.stopped = ModuleDisabled.code
-                log.info("%s: module %s went off; stopped after %d batch(es)", name, sweep.module, done.batches)
+                log.info(
+                    "%s: module %s went off; stopped after %d batch(es)", name, sweep.module, done.batches
+                )
                 return done
             with self.uow.begin() as tx:
                 flipped = sweeps.run_batch(

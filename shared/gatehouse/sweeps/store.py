@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine, text
 
 from gatehouse import audit
-from gatehouse.errors import NotFound
+from gatehouse.db import one_or_404
 from gatehouse.sweeps import rules
 from gatehouse.sweeps.tables import (
     CART_COLUMNS,
@@ -47,7 +47,9 @@ class SweepStore:
     def get_cart(self, cart_id: uuid.UUID) -> CartRecord:
         return CartRecord(*self._get("carts", CART_COLUMNS, cart_id, "cart"))
 
-    def set_cart_items(self, tx: Tx, cart_id: uuid.UUID, items: list[dict[str, Any]], *, actor: str) -> CartRecord:
+    def set_cart_items(
+        self, tx: Tx, cart_id: uuid.UUID, items: list[dict[str, Any]], *, actor: str
+    ) -> CartRecord:
         """New items; it touches the cart (``updated_at``), and an abandoned cart is open again.
 
         The change and its audit row commit together. A sweep flipping this cart
@@ -56,12 +58,8 @@ class SweepStore:
         """
         rules.check_items(items)
         conn = tx.conn
-        row = conn.execute(
-            text(f"SELECT {CART_COLUMNS} FROM carts WHERE id = :id FOR UPDATE"), {"id": cart_id}
-        ).one_or_none()
-        if row is None:
-            raise NotFound(f"cart {cart_id} not found")
-        current = CartRecord(*row)
+        sql = text(f"SELECT {CART_COLUMNS} FROM carts WHERE id = :id FOR UPDATE")
+        current = CartRecord(*one_or_404(conn, sql, {"id": cart_id}, f"cart {cart_id}"))
         rules.check_editable(current.status, cart_id)
         updated = CartRecord(
             *conn.execute(
@@ -83,7 +81,9 @@ class SweepStore:
 
     # -- price lists -------------------------------------------------------------------
 
-    def create_price_list(self, tx: Tx, name: str, valid_from: datetime, valid_to: datetime) -> PriceListRecord:
+    def create_price_list(
+        self, tx: Tx, name: str, valid_from: datetime, valid_to: datetime
+    ) -> PriceListRecord:
         """Its status follows the times on the database clock: scheduled, active or already expired."""
         rules.check_text(name, "name", rules.NAME_MAX)
         rules.check_validity(valid_from, valid_to)
@@ -122,9 +122,9 @@ class SweepStore:
 
     def _get(self, table: str, columns: str, row_id: uuid.UUID, what: str) -> Any:
         with self.engine.connect() as conn:
-            row = conn.execute(
-                text(f"SELECT {columns} FROM {table} WHERE id = :id"), {"id": row_id}
-            ).one_or_none()
-        if row is None:
-            raise NotFound(f"{what} {row_id} not found")
-        return row
+            return one_or_404(
+                conn,
+                text(f"SELECT {columns} FROM {table} WHERE id = :id"),
+                {"id": row_id},
+                f"{what} {row_id}",
+            )

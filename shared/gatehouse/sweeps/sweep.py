@@ -158,5 +158,7 @@ def run_batch(tx: Tx, sweep: Sweep, *, size: int, params: dict[str, Any]) -> dic
     flipped: dict[str, list[str]] = {}
     for row in rows:
         flipped.setdefault(row.after, []).append(str(row.id))
-    tx.publish(*(Event(m.event, {sweep.ids_field: flipped[m.status]}) for m in sweep.moves if m.status in flipped))
+    tx.publish(
+        *(Event(m.event, {sweep.ids_field: flipped[m.status]}) for m in sweep.moves if m.status in flipped)
+    )
     return flipped

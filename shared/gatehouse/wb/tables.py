@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Date, DateTime, Engine, select, text
+from sqlalchemy import BigInteger, Column, Date, DateTime, Engine, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlmodel import Field, SQLModel
@@ -128,18 +128,22 @@ class WbData:
 
     def read_cursor(self, account_id: uuid.UUID, feed: str) -> str | None:
         with self.engine.connect() as conn:
-            row = conn.execute(
-                select(WbFeedCursor.cursor).where(WbFeedCursor.account_id == account_id, WbFeedCursor.feed == feed)
-            ).first()
-        return row[0] if row else None
+            return conn.execute(
+                text("SELECT cursor FROM wb_feed_cursors WHERE account_id = :account AND feed = :feed"),
+                {"account": account_id, "feed": feed},
+            ).scalar()
 
     def save_cursor(self, account_id: uuid.UUID, feed: str, cursor: str) -> None:
         self.upsert_values(WbFeedCursor, [{"account_id": account_id, "feed": feed, "cursor": cursor}])
 
-    def upsert(self, dataset: tuple[type[SQLModel], Keys], account_id: uuid.UUID, rows: Iterable[dict]) -> int:
+    def upsert(
+        self, dataset: tuple[type[SQLModel], Keys], account_id: uuid.UUID, rows: Iterable[dict]
+    ) -> int:
         """Insert or refresh ``rows``; returns how many were written."""
         model, keys = dataset
-        return self.upsert_values(model, [{"account_id": account_id, **keys(row), "data": row} for row in rows])
+        return self.upsert_values(
+            model, [{"account_id": account_id, **keys(row), "data": row} for row in rows]
+        )
 
     def upsert_values(self, model: type[SQLModel], values: list[dict[str, Any]]) -> int:
         if not values:

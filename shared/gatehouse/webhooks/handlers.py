@@ -145,7 +145,11 @@ class WebhookHandlers:
     ) -> dict[str, Any]:  # fmt: skip
         """One attempt of each undelivered delivery of the job, in one slot of its endpoint."""
         slot = Slot(
-            self.slots, endpoint_id, f"{job_id}:{run}", limit=self.max_per_endpoint, timeout_ms=self.timeout_ms
+            self.slots,
+            endpoint_id,
+            f"{job_id}:{run}",
+            limit=self.max_per_endpoint,
+            timeout_ms=self.timeout_ms,
         )
         slot.take()
         try:

@@ -25,17 +25,20 @@ return 0
 """
 
 
-def slots_key(endpoint_id: str) -> str:
-    return f"gatehouse:webhook:{{{endpoint_id}}}:slots"
+def slots_key(prefix: str, endpoint_id: str) -> str:
+    return f"{prefix}:webhook:{{{endpoint_id}}}:slots"
 
 
 class EndpointSlots:
-    def __init__(self, redis: Redis) -> None:
+    """The endpoints' slots, every key starting with ``prefix`` (the deployment's)."""
+
+    def __init__(self, redis: Redis, *, prefix: str) -> None:
         self.redis = redis
+        self.prefix = prefix
         self._acquire = redis.register_script(ACQUIRE)
 
     def acquire(self, endpoint_id: str, holder: str, *, limit: int, lease_ms: int) -> bool:
-        return bool(self._acquire(keys=[slots_key(endpoint_id)], args=[holder, lease_ms, limit]))
+        return bool(self._acquire(keys=[slots_key(self.prefix, endpoint_id)], args=[holder, lease_ms, limit]))
 
     def release(self, endpoint_id: str, holder: str) -> None:
-        self.redis.zrem(slots_key(endpoint_id), holder)
+        self.redis.zrem(slots_key(self.prefix, endpoint_id), holder)

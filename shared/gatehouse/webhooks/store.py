@@ -27,6 +27,7 @@ from sqlalchemy import Connection, Engine, text
 
 from gatehouse import progress as P
 from gatehouse.crypto import TokenCipher
+from gatehouse.db import one_or_404
 from gatehouse.errors import Conflict, NotFound, ValidationFailed
 from gatehouse.events import Event
 from gatehouse.job_types import WEBHOOK_DELIVER, WEBHOOK_REPLAY
@@ -297,13 +298,9 @@ class WebhookStore:
     def get_endpoint(self, endpoint_id: uuid.UUID, conn: Connection | None = None) -> EndpointRecord:
         sql = text(f"SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = :id")
         if conn is None:
-            with self.engine.connect() as conn:
-                row = conn.execute(sql, {"id": endpoint_id}).one_or_none()
-        else:
-            row = conn.execute(sql, {"id": endpoint_id}).one_or_none()
-        if row is None:
-            raise NotFound(f"webhook endpoint {endpoint_id} not found")
-        return EndpointRecord(*row)
+            with self.engine.connect() as own:
+                return self.get_endpoint(endpoint_id, own)
+        return EndpointRecord(*one_or_404(conn, sql, {"id": endpoint_id}, f"webhook endpoint {endpoint_id}"))
 
     def update_endpoint(
         self,
@@ -387,11 +384,12 @@ class WebhookStore:
 
     def get_delivery(self, delivery_id: uuid.UUID) -> tuple[DeliveryRecord, list[AttemptRecord]]:
         with self.engine.connect() as conn:
-            row = conn.execute(text(f"{DELIVERY_SELECT} WHERE d.id = :id"), {"id": delivery_id}).one_or_none()
-            if row is None:
-                raise NotFound(f"webhook delivery {delivery_id} not found")
+            sql = text(f"{DELIVERY_SELECT} WHERE d.id = :id")
+            row = one_or_404(conn, sql, {"id": delivery_id}, f"webhook delivery {delivery_id}")
             attempts = conn.execute(
-                text(f"SELECT {ATTEMPT_COLUMNS} FROM webhook_attempts WHERE delivery_id = :id ORDER BY attempt"),
+                text(
+                    f"SELECT {ATTEMPT_COLUMNS} FROM webhook_attempts WHERE delivery_id = :id ORDER BY attempt"
+                ),
                 {"id": delivery_id},
             )
             return DeliveryRecord(*row), [AttemptRecord(*a) for a in attempts]
@@ -481,7 +479,12 @@ class WebhookStore:
         )
         batches = tx.conn.execute(
             text(REPLAY.format(where=where, skip="SKIP LOCKED")),
-            {"endpoint_id": endpoint_id, "since": since, "limit": REPLAY_BATCH, "batch_size": self.batch_size},
+            {
+                "endpoint_id": endpoint_id,
+                "since": since,
+                "limit": REPLAY_BATCH,
+                "batch_size": self.batch_size,
+            },
         ).all()
         self._queue(tx, batches)
         return sum(b.size for b in batches)
@@ -506,7 +509,9 @@ class WebhookStore:
         ids = [r[0] for r in live]
         if not enabled:
             conn.execute(
-                text("UPDATE webhook_deliveries SET status = 'dead', updated_at = now() WHERE id = ANY(:ids)"),
+                text(
+                    "UPDATE webhook_deliveries SET status = 'dead', updated_at = now() WHERE id = ANY(:ids)"
+                ),
                 {"ids": ids},
             )
             return "endpoint-disabled"
@@ -519,9 +524,13 @@ class WebhookStore:
             {"ids": ids},
         )
         cipher = self._cipher()
-        secrets = (cipher.decrypt(secret),) + ((cipher.decrypt(previous),) if previous and previous_live else ())
+        secrets = (cipher.decrypt(secret),) + (
+            (cipher.decrypt(previous),) if previous and previous_live else ()
+        )
         attempts = tuple(
-            Attempt(d, n + 1, message_id, signing.body_of(payload), "pending" if was == "pending" else "failed")
+            Attempt(
+                d, n + 1, message_id, signing.body_of(payload), "pending" if was == "pending" else "failed"
+            )
             for d, was, n, message_id, payload, *_ in live
         )
         return Run(job_id, endpoint_id, url, secrets, attempts)

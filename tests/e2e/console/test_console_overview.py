@@ -7,7 +7,6 @@ import httpx
 from playwright.sync_api import expect
 
 from gatehouse.job_types import CART_ABANDONMENT_SWEEP, REGISTRY
-from gatehouse.workers import WORKERS_KEY
 from tests.conftest import ADMIN_TOKEN
 from tests.e2e.test_modules import logged, workers
 from tests.support.probe import PROBE
@@ -21,7 +20,7 @@ def worker_of(gh, proc) -> str:
     pids = {str(p) for p in proc.tree()}
 
     def named():
-        names = [n.decode() for n in gh.redis.zrange(WORKERS_KEY, 0, -1)]
+        names = [n.decode() for n in gh.redis.zrange(gh.liveness.workers_key, 0, -1)]
         return next((n for n in names if n.split(":")[-2] in pids), None)
 
     return wait_until(named, timeout=30, what="the worker's first heartbeat")

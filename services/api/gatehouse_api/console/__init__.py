@@ -1,13 +1,15 @@
 """The operations console: server-rendered pages under /console, served by gatehouse-api.
 
-``build`` gives the app the console and its paths; the app adds ``ConsoleGuard``
-to its middleware and ``install_errors`` for the HTML error pages. Each page module holds its pages and the form actions that are twins of
-JSON API calls.
+``build`` gives the app the console's pages by path, each with the views and
+handlers it uses (the JSON API's own); the app adds ``ConsoleGuard`` to its
+middleware and ``install_errors`` for the HTML error pages. Each page module
+holds its pages and the form actions that are twins of JSON API calls.
 """
 
 from __future__ import annotations
 
-from gatehouse.composition import Components
+from gatehouse.handlers import JobHandlers
+from gatehouse.modules import ModuleStates
 from gatehouse_api.console import accounts as account_pages
 from gatehouse_api.console import bulk as bulk_pages
 from gatehouse_api.console import jobs as job_pages
@@ -16,37 +18,55 @@ from gatehouse_api.console import overview as overview_pages
 from gatehouse_api.console import schedules as schedule_pages
 from gatehouse_api.console import webhooks as webhook_pages
 from gatehouse_api.console.web import PREFIX, Console, ConsoleGuard, install_errors
+from gatehouse_api.resources.admin import ScheduleViews
+from gatehouse_api.resources.bulk import BulkViews
+from gatehouse_api.resources.gates import GateViews
+from gatehouse_api.resources.jobs import JobViews
+from gatehouse_api.resources.overview import OverviewViews
+from gatehouse_api.resources.webhooks import WebhookActions, WebhookViews
 
 
-def build(gh: Components) -> tuple[Console, dict[str, object]]:
-    console = Console(gh)
+def build(
+    console: Console,
+    *,
+    jobs: JobViews,
+    job_handlers: JobHandlers,
+    gates: GateViews,
+    bulk: BulkViews,
+    webhooks: WebhookViews,
+    webhook_actions: WebhookActions,
+    modules_: ModuleStates,
+    schedules: ScheduleViews,
+    overview: OverviewViews,
+) -> dict[str, object]:
+    hooks = (console, webhooks, webhook_actions, modules_)
     pages = {
         "/login": signin.Login(console),
         "/logout": signin.Logout(console),
         "/static/{name}": signin.Static(console),
-        "/accounts": account_pages.Accounts(console),
-        "/accounts/{account_id:uuid}": account_pages.Account(console),
-        "/jobs": job_pages.Jobs(console),
-        "/jobs/{job_id:uuid}": job_pages.Job(console),
-        "/jobs/{job_id:uuid}/retry": job_pages.RetryJob(console),
-        "/jobs/{job_id:uuid}/cancel": job_pages.CancelJob(console),
-        "/modules": modules.Modules(console),
-        "/modules/{name}": modules.SetModule(console),
-        "/bulk-operations": bulk_pages.BulkOperations(console),
-        "/bulk-operations/{operation_id:uuid}": bulk_pages.BulkOperation(console),
-        "/webhooks/endpoints": webhook_pages.Endpoints(console),
-        "/webhooks/endpoints/{endpoint_id:uuid}/enabled": webhook_pages.SetEnabled(console),
-        "/webhooks/endpoints/{endpoint_id:uuid}/rotate-secret": webhook_pages.RotateSecret(console),
-        "/webhooks/endpoints/{endpoint_id:uuid}/test": webhook_pages.SendTest(console),
-        "/webhooks/endpoints/{endpoint_id:uuid}/replay": webhook_pages.ReplayEndpoint(console),
-        "/webhooks/deliveries": webhook_pages.Deliveries(console),
-        "/webhooks/deliveries/{delivery_id:uuid}": webhook_pages.Delivery(console),
-        "/webhooks/deliveries/{delivery_id:uuid}/replay": webhook_pages.ReplayDelivery(console),
-        "": overview_pages.Overview(console),
-        "/schedules": schedule_pages.Schedules(console),
-        "/schedules/{name}/run": schedule_pages.RunSchedule(console),
+        "/accounts": account_pages.Accounts(console, gates),
+        "/accounts/{account_id:uuid}": account_pages.Account(console, gates, jobs),
+        "/jobs": job_pages.Jobs(console, jobs),
+        "/jobs/{job_id:uuid}": job_pages.Job(console, jobs),
+        "/jobs/{job_id:uuid}/retry": job_pages.RetryJob(console, jobs, job_handlers),
+        "/jobs/{job_id:uuid}/cancel": job_pages.CancelJob(console, jobs, job_handlers),
+        "/modules": modules.Modules(console, modules_),
+        "/modules/{name}": modules.SetModule(console, modules_),
+        "/bulk-operations": bulk_pages.BulkOperations(console, bulk, modules_),
+        "/bulk-operations/{operation_id:uuid}": bulk_pages.BulkOperation(console, bulk, modules_),
+        "/webhooks/endpoints": webhook_pages.Endpoints(*hooks),
+        "/webhooks/endpoints/{endpoint_id:uuid}/enabled": webhook_pages.SetEnabled(*hooks),
+        "/webhooks/endpoints/{endpoint_id:uuid}/rotate-secret": webhook_pages.RotateSecret(*hooks),
+        "/webhooks/endpoints/{endpoint_id:uuid}/test": webhook_pages.SendTest(*hooks),
+        "/webhooks/endpoints/{endpoint_id:uuid}/replay": webhook_pages.ReplayEndpoint(*hooks),
+        "/webhooks/deliveries": webhook_pages.Deliveries(*hooks),
+        "/webhooks/deliveries/{delivery_id:uuid}": webhook_pages.Delivery(*hooks),
+        "/webhooks/deliveries/{delivery_id:uuid}/replay": webhook_pages.ReplayDelivery(*hooks),
+        "": overview_pages.Overview(console, overview),
+        "/schedules": schedule_pages.Schedules(console, schedules),
+        "/schedules/{name}/run": schedule_pages.RunSchedule(console, schedules),
     }
-    return console, {f"{PREFIX}{path}": page for path, page in pages.items()}
+    return {f"{PREFIX}{path}": page for path, page in pages.items()}
 
 
-__all__ = ["ConsoleGuard", "build", "install_errors"]
+__all__ = ["Console", "ConsoleGuard", "build", "install_errors"]

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 import falcon
 
 from gatehouse.job_types import REGISTRY
-from gatehouse_api.console.web import Page, query
-from gatehouse_api.resources.gates import account_gate_page, gate_views
-from gatehouse_api.resources.jobs import job_view
+from gatehouse_api.console.web import Console, Page, query
+from gatehouse_api.resources.gates import GateViews
+from gatehouse_api.resources.jobs import JobViews, job_view
 
 PAGE = 50
 RECENT_JOBS = 50
@@ -28,9 +28,13 @@ def _until(now: datetime, ms: int | None) -> datetime | None:
 class Accounts(Page):
     """GET /console/accounts: the twin of GET /v1/admin/accounts (name, hot, cursor)."""
 
+    def __init__(self, console: Console, gates: GateViews) -> None:
+        super().__init__(console)
+        self.gates = gates
+
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         param = query(req)
-        found = account_gate_page(self.gh, param, limit=PAGE)
+        found = self.gates.page(param, limit=PAGE)
         now = datetime.now(UTC)
         leases = {a["accountId"]: _until(now, a["gate"]["leaseMsLeft"]) for a in found["items"]}
         self.console.render(
@@ -89,10 +93,13 @@ class Account(Page):
     """GET /console/accounts/{accountId}: its gate (GET /v1/admin/accounts/{id}/gate), its
     recent 429 pauses, the timeline of its gated jobs and its recent jobs (GET /v1/accounts/{id}/jobs)."""
 
+    def __init__(self, console: Console, gates: GateViews, jobs: JobViews) -> None:
+        super().__init__(console)
+        self.gates, self.jobs = gates, jobs
+
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
-        account = self.gh.accounts.get(account_id)
-        view = gate_views(self.gh, [account])[0]
-        jobs = [job_view(j) for j in self.gh.jobs.list_jobs(account_id=account_id, limit=RECENT_JOBS)]
+        view = self.gates.account(account_id)
+        jobs = [job_view(j) for j in self.jobs.recent(account_id, limit=RECENT_JOBS)]
         now = datetime.now(UTC)
         lanes, runs, origin = timeline(jobs, now)
         by_id = {j["jobId"]: j for j in jobs}

@@ -1,8 +1,7 @@
 """Bulk actions ("Akcje masowe"): operations by status with live counters; one operation and its failed items.
 
-Both pages render the JSON API's views (``operation_page``, ``operation_view``,
-``failure_page`` of gatehouse_api.resources.bulk) read through the same
-``BulkStore`` calls; nothing here acts, so there is nothing to refuse while
+Both pages render the JSON API's views (``BulkViews`` of
+gatehouse_api.resources.bulk) read through the same ``BulkStore`` calls; nothing here acts, so there is nothing to refuse while
 the catalog module is off: the pages say it is off.
 """
 
@@ -15,8 +14,9 @@ from typing import Any
 import falcon
 
 from gatehouse.catalog.bulk import STATUSES
-from gatehouse_api.console.web import Page, query
-from gatehouse_api.resources.bulk import failure_page, operation_page, operation_view
+from gatehouse.modules import ModuleStates
+from gatehouse_api.console.web import Console, Page, query
+from gatehouse_api.resources.bulk import BulkViews
 
 PAGE = 50
 
@@ -38,12 +38,18 @@ def summary(op: dict[str, Any]) -> list[tuple[str, str]]:
     return rows + [(f"Set {k}", text(v)) for k, v in request.get("patch", {}).items()]
 
 
-class BulkOperations(Page):
+class _Page(Page):
+    def __init__(self, console: Console, bulk: BulkViews, modules: ModuleStates) -> None:
+        super().__init__(console)
+        self.bulk, self.modules = bulk, modules
+
+
+class BulkOperations(_Page):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         param = query(req)
         status = param("status")
-        page = operation_page(
-            self.gh, status=status, type=None, limit=PAGE, cursor=param("cursor"), failed_items=False
+        page = self.bulk.page(
+            status=status, type=None, limit=PAGE, cursor=param("cursor"), failed_items=False
         )
         self.console.render(
             req,
@@ -52,15 +58,15 @@ class BulkOperations(Page):
             page=page,
             status=status,
             statuses=STATUSES,
-            module=self.gh.modules.state("catalog"),
+            module=self.modules.state("catalog"),
         )
 
 
-class BulkOperation(Page):
+class BulkOperation(_Page):
     def on_get(self, req: falcon.Request, resp: falcon.Response, operation_id: uuid.UUID) -> None:
-        op = operation_view(self.gh.bulk.get(operation_id))
+        op = self.bulk.get(operation_id)
         cursor = query(req)("cursor")
-        failures = failure_page(self.gh, operation_id, limit=PAGE, cursor=cursor)
+        failures = self.bulk.failures(operation_id, limit=PAGE, cursor=cursor)
         self.console.render(
             req,
             resp,
@@ -69,5 +75,5 @@ class BulkOperation(Page):
             summary=summary(op),
             failures=failures,
             cursor=cursor,
-            module=self.gh.modules.state("catalog"),
+            module=self.modules.state("catalog"),
         )

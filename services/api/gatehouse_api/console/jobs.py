@@ -10,10 +10,11 @@ import falcon
 
 from gatehouse import progress
 from gatehouse.errors import Conflict
+from gatehouse.handlers import JobHandlers
 from gatehouse.job_types import REGISTRY
 from gatehouse.models import STATES, TIERS
-from gatehouse_api.console.web import PREFIX, Page, back, query
-from gatehouse_api.resources.jobs import job_page, job_view
+from gatehouse_api.console.web import PREFIX, Console, Page, back, query
+from gatehouse_api.resources.jobs import JobViews, job_view
 
 PAGE = 50
 FILTERS = ("state", "phase", "type", "tier", "accountId", "createdAfter", "createdBefore")
@@ -22,9 +23,13 @@ FILTERS = ("state", "phase", "type", "tier", "accountId", "createdAfter", "creat
 class Jobs(Page):
     """GET /console/jobs: the twin of GET /v1/admin/jobs (the same filters and cursor)."""
 
+    def __init__(self, console: Console, jobs: JobViews) -> None:
+        super().__init__(console)
+        self.jobs = jobs
+
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         param = query(req)
-        found = job_page(self.gh, param, limit=PAGE)
+        found = self.jobs.page(param, limit=PAGE)
         filters = {name: param(name) or "" for name in FILTERS}
         self.console.render(
             req,
@@ -47,12 +52,15 @@ def _pretty(value: Any) -> str | None:
 
 
 def render_job(
-    page: Page, req: falcon.Request, resp: falcon.Response, job_id: uuid.UUID, refused: str | None = None
+    console: Console,
+    jobs: JobViews,
+    req: falcon.Request,
+    resp: falcon.Response,
+    job_id: uuid.UUID,
+    refused: str | None = None,
 ) -> None:
-    job = page.gh.jobs.get(job_id)
-    if job is None:
-        raise falcon.HTTPNotFound(description=f"job {job_id} not found")
-    page.console.render(
+    job = jobs.get(job_id)
+    console.render(
         req,
         resp,
         "job.html",
@@ -69,8 +77,12 @@ def render_job(
 class Job(Page):
     """GET /console/jobs/{jobId}: the status poll's view (GET /v1/jobs/{jobId}) and what its row tells."""
 
+    def __init__(self, console: Console, jobs: JobViews) -> None:
+        super().__init__(console)
+        self.jobs = jobs
+
     def on_get(self, req: falcon.Request, resp: falcon.Response, job_id: uuid.UUID) -> None:
-        render_job(self, req, resp, job_id)
+        render_job(self.console, self.jobs, req, resp, job_id)
 
 
 class _Action(Page):
@@ -80,6 +92,10 @@ class _Action(Page):
     again with the reason, and changes nothing.
     """
 
+    def __init__(self, console: Console, jobs: JobViews, handlers: JobHandlers) -> None:
+        super().__init__(console)
+        self.jobs, self.handlers = jobs, handlers
+
     def act(self, job_id: uuid.UUID, actor: str) -> None:
         raise NotImplementedError
 
@@ -88,7 +104,7 @@ class _Action(Page):
             self.act(job_id, req.context.principal.actor)
         except Conflict as exc:
             resp.status = falcon.HTTP_409
-            render_job(self, req, resp, job_id, refused=exc.detail)
+            render_job(self.console, self.jobs, req, resp, job_id, refused=exc.detail)
             return
         back(resp, f"{PREFIX}/jobs/{job_id}")
 
@@ -97,11 +113,11 @@ class RetryJob(_Action):
     """The form twin of POST /v1/jobs/{jobId}/retry: a failed job runs again with fresh attempts."""
 
     def act(self, job_id: uuid.UUID, actor: str) -> None:
-        self.gh.job_handlers.retry(job_id, actor=actor)
+        self.handlers.retry(job_id, actor=actor)
 
 
 class CancelJob(_Action):
     """The form twin of POST /v1/jobs/{jobId}/cancel: a waiting or delayed job ends failed (cancelled)."""
 
     def act(self, job_id: uuid.UUID, actor: str) -> None:
-        self.gh.job_handlers.cancel(job_id, actor=actor)
+        self.handlers.cancel(job_id, actor=actor)

@@ -5,15 +5,15 @@ from __future__ import annotations
 import falcon
 
 from gatehouse_api.console.web import Console, Page
-from gatehouse_api.resources.overview import StoreChecks, overview_view
+from gatehouse_api.resources.overview import OverviewViews
 
 
 class Overview(Page):
     """The view GET /v1/admin/overview returns, as a page whose numbers refresh on their own."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, overview: OverviewViews) -> None:
         super().__init__(console)
-        self.checks = StoreChecks(self.gh)
+        self.overview = overview
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        self.console.render(req, resp, "overview.html", overview=overview_view(self.gh, self.checks))
+        self.console.render(req, resp, "overview.html", overview=self.overview.view())

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from gatehouse.accounts import Principal
-from gatehouse.composition import Components
+from gatehouse.accounts import Accounts, Principal
 from gatehouse.errors import ConfigurationError
 from gatehouse.users import Users
 
@@ -38,12 +37,19 @@ def _fingerprint(token: str) -> str:
 
 
 class Sessions:
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
-        settings = gh.settings
-        admin = settings.admin_token.get_secret_value() if settings.admin_token else None
-        if settings.console_secret is not None:
-            secret = settings.console_secret.get_secret_value()
+    def __init__(
+        self,
+        accounts: Accounts,
+        users: Users,
+        *,
+        admin_token: str | None,
+        console_secret: str | None,
+        session_ms: int,
+    ) -> None:
+        self.accounts, self.users = accounts, users
+        admin = admin_token
+        if console_secret is not None:
+            secret = console_secret
         elif admin is not None:
             # Derived, not the token itself: the cookie's key never equals a bearer credential.
             secret = hmac.new(admin.encode(), b"gatehouse-console-session", hashlib.sha256).hexdigest()
@@ -51,7 +57,7 @@ class Sessions:
             secret = None
         self._secret = secret
         self._admin = _fingerprint(admin) if admin else None
-        self.max_age_s = settings.console_session_ms / 1000
+        self.max_age_s = session_ms / 1000
         self._signer = URLSafeTimedSerializer(secret, salt="gatehouse-console") if secret else None
 
     def _require(self) -> URLSafeTimedSerializer:
@@ -65,7 +71,7 @@ class Sessions:
     def open(self, token: str) -> tuple[str, Principal] | None:
         """A signed cookie value for a valid admin token or staff key; None for anything else."""
         signer = self._require()
-        principal = self.gh.accounts.authenticate(token)
+        principal = self.accounts.authenticate(token)
         if principal is None or not principal.admin:
             return None
         who = f"key:{Users.key_id(token)}" if principal.user_id else f"admin:{self._admin}"
@@ -82,7 +88,7 @@ class Sessions:
         kind, _, ref = str(data.get("who", "")).partition(":")
         if kind == "admin" and self._admin is not None and hmac.compare_digest(ref, self._admin):
             principal = Principal(admin=True)
-        elif kind == "key" and (user := self.gh.users.key_owner(ref)) is not None and user.role == "admin":
+        elif kind == "key" and (user := self.users.key_owner(ref)) is not None and user.role == "admin":
             principal = Principal(admin=True, user_id=user.id)
         else:
             return None

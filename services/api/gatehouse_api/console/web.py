@@ -22,7 +22,6 @@ from urllib.parse import quote
 import falcon
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from gatehouse.composition import Components
 from gatehouse.errors import GatehouseError
 from gatehouse_api import errors
 from gatehouse_api.console.session import COOKIE, CSRF_FIELD, ConsoleSession, Sessions
@@ -99,9 +98,9 @@ def _ms(value: int | None) -> str:
 class Console:
     """The console's shared pieces, built once by ``routes`` and handed to every page."""
 
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
-        self.sessions = Sessions(gh)
+    def __init__(self, sessions: Sessions, *, refresh_ms: int) -> None:
+        self.sessions = sessions
+        self.refresh_ms = refresh_ms
         self.templates = Environment(
             loader=PackageLoader("gatehouse_api.console", "templates"),
             autoescape=True,  # every value is text unless a template says otherwise (none does)
@@ -118,7 +117,7 @@ class Console:
             session=session,
             csrf=session.csrf if session else "",
             csrf_field=CSRF_FIELD,
-            refresh_ms=self.gh.settings.console_refresh_ms,
+            refresh_ms=self.refresh_ms,
             path=req.path,
             now=datetime.now(UTC),
             **context,
@@ -130,11 +129,11 @@ class Page:
 
     public = True
     console = True
+    outside_contract = "an HTML page or form action of the console, not JSON (gatehouse_api.openapi)"
     signed_out = False  # login and static assets need no session
 
     def __init__(self, console: Console) -> None:
         self.console = console
-        self.gh = console.gh
 
 
 def query(req: falcon.Request) -> Callable[[str], str | None]:

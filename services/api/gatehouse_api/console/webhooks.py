@@ -1,8 +1,7 @@
 """Webhooks → Endpoints and Deliveries: endpoints with their actions, deliveries with attempts, replays.
 
-The pages render the JSON API's views (gatehouse_api.resources.webhooks:
-``endpoint_list``, ``delivery_counts``, ``delivery_page``, ``delivery_detail``)
-and every action is the form twin of a JSON call, through the same function:
+The pages render the JSON API's views (``WebhookViews`` of gatehouse_api.resources.webhooks)
+and every action is the form twin of a JSON call, through the same ``WebhookActions``:
 
 - ``…/endpoints/{id}/enabled`` (``enabled``): PATCH /v1/admin/webhooks/endpoints/{id}
 - ``…/endpoints/{id}/rotate-secret``: POST …/rotate-secret; the new secret is shown once,
@@ -24,22 +23,12 @@ from urllib.parse import urlencode
 
 import falcon
 
-from gatehouse.modules import ModuleState
+from gatehouse.modules import ModuleState, ModuleStates
 from gatehouse.paging import instant
 from gatehouse.webhooks.store import EVENT_TYPES
 from gatehouse.webhooks.tables import STATUSES
-from gatehouse_api.console.web import PREFIX, Page, back, form, query
-from gatehouse_api.resources.webhooks import (
-    delivery_counts,
-    delivery_detail,
-    delivery_page,
-    endpoint_list,
-    endpoint_view,
-    replay_delivery,
-    replay_since,
-    rotate_secret,
-    send_test,
-)
+from gatehouse_api.console.web import PREFIX, Console, Page, back, form, query
+from gatehouse_api.resources.webhooks import WebhookActions, WebhookViews
 
 MODULE = "webhooks"
 PAGE = 50
@@ -54,22 +43,28 @@ def _uuid(raw: str | None) -> uuid.UUID | None:
 
 
 class _Page(Page):
+    def __init__(
+        self, console: Console, views: WebhookViews, actions: WebhookActions, modules: ModuleStates
+    ) -> None:
+        super().__init__(console)
+        self.views, self.actions, self.modules = views, actions, modules
+
     def module(self) -> ModuleState:
-        return self.gh.modules.state(MODULE)
+        return self.modules.state(MODULE)
 
     def require_module(self) -> None:
         """An action of a module that is off is refused, as its JSON twin is (MODULE_DISABLED)."""
-        self.gh.modules.require(MODULE, fresh=True)
+        self.modules.require(MODULE, fresh=True)
 
 
 class Endpoints(_Page):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        counts = {c["endpointId"]: c for c in delivery_counts(self.gh)["items"]}
+        counts = {c["endpointId"]: c for c in self.views.counts()["items"]}
         self.console.render(
             req,
             resp,
             "webhook_endpoints.html",
-            endpoints=endpoint_list(self.gh)["items"],
+            endpoints=self.views.endpoints()["items"],
             counts=counts,
             statuses=STATUSES,
             module=self.module(),
@@ -84,7 +79,7 @@ class SetEnabled(_Page):
         enabled = form(req).get("enabled", "").lower()
         if enabled not in ("true", "false"):
             raise falcon.HTTPBadRequest(description="enabled must be true or false")
-        self.gh.webhook_handlers.update_endpoint(endpoint_id, enabled=enabled == "true")
+        self.actions.set_enabled(endpoint_id, enabled == "true")
         back(resp, f"{PREFIX}/webhooks/endpoints")
 
 
@@ -93,8 +88,8 @@ class RotateSecret(_Page):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
         self.require_module()
-        rotated = rotate_secret(self.gh, endpoint_id)
-        endpoint = endpoint_view(self.gh.webhooks.get_endpoint(endpoint_id))
+        rotated = self.actions.rotate_secret(endpoint_id)
+        endpoint = self.views.endpoint(endpoint_id)
         self.console.render(req, resp, "webhook_secret.html", rotated=rotated, endpoint=endpoint)
 
 
@@ -103,7 +98,7 @@ class SendTest(_Page):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
         self.require_module()
-        sent = send_test(self.gh, endpoint_id)
+        sent = self.actions.send_test(endpoint_id)
         back(resp, f"{PREFIX}/webhooks/deliveries/{sent['deliveryId']}")
 
 
@@ -113,7 +108,7 @@ class ReplayEndpoint(_Page):
     def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
         self.require_module()
         since = instant(form(req).get("since") or None, "since")
-        queued = replay_since(self.gh, endpoint_id, since)
+        queued = self.actions.replay_since(endpoint_id, since)
         query = urlencode({"endpointId": str(endpoint_id), "replayJob": queued["jobId"]})
         back(resp, f"{PREFIX}/webhooks/deliveries?{query}")
 
@@ -121,8 +116,8 @@ class ReplayEndpoint(_Page):
 class Deliveries(_Page):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         param = query(req)
-        page = delivery_page(self.gh, param, limit=PAGE)
-        endpoints = {e["endpointId"]: e for e in endpoint_list(self.gh)["items"]}
+        page = self.views.deliveries(param, limit=PAGE)
+        endpoints = {e["endpointId"]: e for e in self.views.endpoints()["items"]}
         filters = {name: param(name) for name in FILTERS if param(name)}
         self.console.render(
             req,
@@ -149,8 +144,8 @@ class Deliveries(_Page):
 
 class Delivery(_Page):
     def on_get(self, req: falcon.Request, resp: falcon.Response, delivery_id: uuid.UUID) -> None:
-        delivery = delivery_detail(self.gh, delivery_id)
-        endpoint = endpoint_view(self.gh.webhooks.get_endpoint(uuid.UUID(delivery["endpointId"])))
+        delivery = self.views.delivery(delivery_id)
+        endpoint = self.views.endpoint(uuid.UUID(delivery["endpointId"]))
         self.console.render(
             req,
             resp,
@@ -167,5 +162,5 @@ class ReplayDelivery(_Page):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, delivery_id: uuid.UUID) -> None:
         self.require_module()
-        replay_delivery(self.gh, delivery_id)
+        self.actions.replay_delivery(delivery_id)
         back(resp, f"{PREFIX}/webhooks/deliveries/{delivery_id}")

@@ -6,42 +6,53 @@ import uuid
 
 import falcon
 
-from gatehouse.composition import Components
+from gatehouse.accounts import Accounts as AccountStore
 from gatehouse_api.auth import require_account, require_admin
 from gatehouse_api.body import read_json
+from gatehouse_api.openapi import contract
 from gatehouse_api.schemas import AccountCreated, AccountView, CreateAccount, KeyCreated
 
 
 class Accounts:
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
+    def __init__(self, accounts: AccountStore, *, max_body_bytes: int) -> None:
+        self.accounts, self.max_body_bytes = accounts, max_body_bytes
 
+    @contract(
+        "Create a seller account (admin)",
+        (201, AccountCreated, "created; the WB token is stored encrypted and never returned"),
+        (400, 401, 403, 413, 415, 422),
+        body=(CreateAccount, True),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
-        body = read_json(req, CreateAccount, max_bytes=self.gh.settings.max_body_bytes)
-        account = self.gh.accounts.create(body.name, body.wbToken)
+        body = read_json(req, CreateAccount, max_bytes=self.max_body_bytes)
+        account = self.accounts.create(body.name, body.wbToken)
         resp.status = 201
         resp.location = f"/v1/accounts/{account.id}"
         resp.media = AccountCreated(accountId=account.id, name=account.name).model_dump(mode="json")
 
 
 class Account:
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
+    def __init__(self, accounts: AccountStore) -> None:
+        self.accounts = accounts
 
+    @contract("Read an account", (200, AccountView, "the account"), (401, 404))
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_account(req, account_id)
-        account = self.gh.accounts.get(account_id)
+        account = self.accounts.get(account_id)
         resp.media = AccountView(
             accountId=account.id, name=account.name, createdAt=account.created_at
         ).model_dump(mode="json")
 
 
 class AccountKeys:
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
+    def __init__(self, accounts: AccountStore) -> None:
+        self.accounts = accounts
 
+    @contract(
+        "Issue an account-scoped API key (admin)", (201, KeyCreated, "the key, shown once"), (401, 403, 404)
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_admin(req)
         resp.status = 201
-        resp.media = KeyCreated(key=self.gh.accounts.issue_key(account_id)).model_dump(mode="json")
+        resp.media = KeyCreated(key=self.accounts.issue_key(account_id)).model_dump(mode="json")

@@ -6,73 +6,89 @@ import uuid
 
 import falcon
 
-from gatehouse.composition import Components
+from gatehouse.dispatch import Dispatcher
 from gatehouse.errors import NotFound
-from gatehouse.schedules import FANOUT_QUEUE, runs, schedules
+from gatehouse.schedules import FANOUT_QUEUE, Schedule, ScheduleRuns
 from gatehouse_api.auth import require_admin
-from gatehouse_api.resources.gates import gate_views
-from gatehouse_api.schemas import ScheduleList, ScheduleRun, ScheduleView
+from gatehouse_api.openapi import contract
+from gatehouse_api.resources.gates import GateViews
+from gatehouse_api.schemas import GateView, ScheduleList, ScheduleRun, ScheduleView
 
 
 class AccountGate:
     """Who holds an account's gate, for how long, who wants it and who waits (best first)."""
 
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
+    def __init__(self, views: GateViews) -> None:
+        self.views = views
 
+    @contract(
+        "The account's gate: holder, lease left, who wants it, who waits, WB's recent 429 pauses (admin)",
+        (200, GateView, "the gate's state"),
+        (401, 403, 404),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_admin(req)
-        account = self.gh.accounts.get(account_id)
-        resp.media = gate_views(self.gh, [account])[0]["gate"]
+        resp.media = self.views.account(account_id)["gate"]
 
 
-def schedule_views(gh: Components) -> list[ScheduleView]:
-    """Each schedule with its cron (UTC), max wait, last and next run (the API's and the console's view)."""
-    items = []
-    for s in schedules(gh.settings.schedules).values():
-        last, next_ = runs(gh.redis, s.name)
-        items.append(
-            ScheduleView(
-                name=s.name,
-                jobType=s.job_type.name,
-                cron=s.cron,
-                maxWaitMs=s.max_wait,
-                perAccount=s.per_account,
-                enabled=s.enabled,
-                lastRun=last,
-                nextRun=next_ if s.enabled else None,
+class ScheduleViews:
+    """The schedules as the API and the console show them, and an operator's "run now"."""
+
+    def __init__(self, schedules: dict[str, Schedule], runs: ScheduleRuns, dispatcher: Dispatcher) -> None:
+        self.schedules, self.runs, self.dispatcher = schedules, runs, dispatcher
+
+    def all(self) -> list[ScheduleView]:
+        """Each schedule with its cron (UTC), max wait, last and next run."""
+        items = []
+        for s in self.schedules.values():
+            last, next_ = self.runs.runs(s.name)
+            items.append(
+                ScheduleView(
+                    name=s.name,
+                    jobType=s.job_type.name,
+                    cron=s.cron,
+                    maxWaitMs=s.max_wait,
+                    perAccount=s.per_account,
+                    enabled=s.enabled,
+                    lastRun=last,
+                    nextRun=next_ if s.enabled else None,
+                )
             )
-        )
-    return items
+        return items
 
-
-def run_schedule(gh: Components, name: str) -> dict:
-    """Send a schedule's tick now, as the scheduler would; NotFound for a name no schedule has."""
-    schedule = schedules(gh.settings.schedules).get(name)
-    if schedule is None:
-        raise NotFound(f"schedule {name} not found")
-    message = gh.dispatcher.tick(FANOUT_QUEUE, schedule.actor)
-    return ScheduleRun(name=name, messageId=message.message_id).model_dump(mode="json")
+    def run(self, name: str) -> dict:
+        """Send a schedule's tick now, as the scheduler would; NotFound for a name no schedule has."""
+        schedule = self.schedules.get(name)
+        if schedule is None:
+            raise NotFound(f"schedule {name} not found")
+        message = self.dispatcher.tick(FANOUT_QUEUE, schedule.actor)
+        return ScheduleRun(name=name, messageId=message.message_id).model_dump(mode="json")
 
 
 class Schedules:
     """The periodic syncs and sweeps with their cron (UTC), max wait, last and next run."""
 
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
+    def __init__(self, views: ScheduleViews) -> None:
+        self.views = views
 
+    @contract(
+        "The periodic syncs and sweeps: cron (UTC), max wait, last and next run (admin)",
+        (200, ScheduleList, "the schedules"),
+        (401, 403),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
-        resp.media = ScheduleList(items=schedule_views(self.gh)).model_dump(mode="json")
+        resp.media = ScheduleList(items=self.views.all()).model_dump(mode="json")
 
 
 class RunSchedule:
     """Fire a schedule's tick now: its fan-out runs on a worker like a timed tick."""
 
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
+    def __init__(self, views: ScheduleViews) -> None:
+        self.views = views
 
+    @contract("Fire a schedule's tick now (admin)", (202, ScheduleRun, "the tick is queued"), (401, 403, 404))
     def on_post(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
         require_admin(req)
         resp.status = 202
-        resp.media = run_schedule(self.gh, name)
+        resp.media = self.views.run(name)

@@ -1,7 +1,7 @@
 """Seller accounts with their gates (admin): who holds each, who waits, WB's recent 429 pauses.
 
-``gate_views`` is the one reading of a page of accounts: two Redis round trips for the whole
-page (``RedisGate.inspect_many`` and ``pauses.recent_many``), whatever its size. The JSON
+``GateViews`` is the one reading of a page of accounts: two Redis round trips for the whole
+page (``RedisGate.inspect_many`` and ``AccountPauses.recent_many``), whatever its size. The JSON
 API and the console (gatehouse_api.console.accounts) both answer from it.
 """
 
@@ -12,14 +12,16 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 import falcon
+from redis import Redis
 
-from gatehouse.accounts import AccountListing
-from gatehouse.composition import Components
+from gatehouse.accounts import AccountListing, Accounts
 from gatehouse.errors import ValidationFailed
-from gatehouse.gate import GateState, gate_keys, job_of
+from gatehouse.gate import GateState, RedisGate, job_of
 from gatehouse.models import Account
 from gatehouse.wb import pauses
+from gatehouse.wb.pauses import AccountPauses
 from gatehouse_api.auth import require_admin
+from gatehouse_api.openapi import contract, page_params, query
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit
 from gatehouse_api.schemas import AccountGatePage, AccountGateView, GateView, PauseView, WaiterView
 
@@ -76,20 +78,6 @@ AnyAccount = Account | AccountListing
 Reading = tuple[AnyAccount, GateState, list[pauses.Pause]]
 
 
-def _read(gh: Components, accounts: list[AnyAccount]) -> list[Reading]:
-    """Each account's gate and recent pauses, in two Redis round trips for all of them."""
-    ids = [str(a.id) for a in accounts]
-    return list(zip(accounts, gh.gate.inspect_many(ids), pauses.recent_many(gh.redis, ids), strict=True))
-
-
-def _maybe_hot(gh: Components, accounts: list[AccountListing]) -> list[AccountListing]:
-    keys = []
-    for a in accounts:
-        gate = gate_keys(str(a.id))
-        keys += [gate.gate, gate.waiting, pauses.pauses_key(str(a.id))]
-    return [accounts[i] for i in gh.redis.register_script(MAYBE_HOT)(keys=keys)] if keys else []
-
-
 def _view(account: AnyAccount, state: GateState, recent: list[pauses.Pause]) -> dict:
     return AccountGateView(
         accountId=account.id,
@@ -100,42 +88,72 @@ def _view(account: AnyAccount, state: GateState, recent: list[pauses.Pause]) -> 
     ).model_dump(mode="json")
 
 
-def gate_views(gh: Components, accounts: list[AnyAccount]) -> list[dict]:
-    """Each account with its gate and recent pauses (AccountGateView), in two Redis round trips."""
-    return [_view(*reading) for reading in _read(gh, accounts)]
+class GateViews:
+    """Accounts with their gates as the API and the console show them."""
 
+    def __init__(self, accounts: Accounts, gate: RedisGate, pauses: AccountPauses, redis: Redis) -> None:
+        self.accounts, self.gate, self.pauses = accounts, gate, pauses
+        self._maybe_hot_script = redis.register_script(MAYBE_HOT)
 
-def account_gate_page(gh: Components, param: Callable[[str], str | None], *, limit: int) -> dict:
-    """A page (AccountGatePage) of accounts newest first, by ``param``'s name (a part of it, any
-    case), hot (``true``: hot ones only) and cursor."""
-    name = param("name")
-    if name is not None and len(name) > NAME_MAX:
-        raise ValidationFailed(f"name must be at most {NAME_MAX} characters", field="name")
-    hot_only = choice(param("hot"), "hot", ("true", "false")) == "true"
-    cursor = param("cursor")
-    before = decode_cursor(cursor) if cursor else None
-    found: list[Reading] = []
-    while True:
-        chunk = gh.accounts.page(name=name, limit=HOT_CHUNK if hot_only else limit + 1, before=before)
-        if hot_only:
-            found += [r for r in _read(gh, _maybe_hot(gh, chunk)) if is_hot(r[1], r[2])]
-        else:
-            found += _read(gh, chunk)
-        if not hot_only or len(found) > limit or len(chunk) < HOT_CHUNK:
-            break
-        before = (chunk[-1].created_at, chunk[-1].id)
-    page, more = found[:limit], len(found) > limit
-    return AccountGatePage(
-        items=[_view(*r) for r in page], nextCursor=encode_cursor(page[-1][0]) if more else None
-    ).model_dump(mode="json")
+    def _read(self, accounts: list[AnyAccount]) -> list[Reading]:
+        """Each account's gate and recent pauses, in two Redis round trips for all of them."""
+        ids = [str(a.id) for a in accounts]
+        return list(zip(accounts, self.gate.inspect_many(ids), self.pauses.recent_many(ids), strict=True))
+
+    def _maybe_hot(self, accounts: list[AccountListing]) -> list[AccountListing]:
+        keys = []
+        for a in accounts:
+            gate = self.gate.keys(str(a.id))
+            keys += [gate.gate, gate.waiting, self.pauses.key(str(a.id))]
+        return [accounts[i] for i in self._maybe_hot_script(keys=keys)] if keys else []
+
+    def of(self, accounts: list[AnyAccount]) -> list[dict]:
+        """Each account with its gate and recent pauses (AccountGateView), in two Redis round trips."""
+        return [_view(*reading) for reading in self._read(accounts)]
+
+    def account(self, account_id: uuid.UUID) -> dict:
+        return self.of([self.accounts.get(account_id)])[0]
+
+    def page(self, param: Callable[[str], str | None], *, limit: int) -> dict:
+        """A page (AccountGatePage) of accounts newest first, by ``param``'s name (a part of it, any
+        case), hot (``true``: hot ones only) and cursor."""
+        name = param("name")
+        if name is not None and len(name) > NAME_MAX:
+            raise ValidationFailed(f"name must be at most {NAME_MAX} characters", field="name")
+        hot_only = choice(param("hot"), "hot", ("true", "false")) == "true"
+        cursor = param("cursor")
+        before = decode_cursor(cursor) if cursor else None
+        found: list[Reading] = []
+        while True:
+            chunk = self.accounts.page(name=name, limit=HOT_CHUNK if hot_only else limit + 1, before=before)
+            if hot_only:
+                found += [r for r in self._read(self._maybe_hot(chunk)) if is_hot(r[1], r[2])]
+            else:
+                found += self._read(chunk)
+            if not hot_only or len(found) > limit or len(chunk) < HOT_CHUNK:
+                break
+            before = (chunk[-1].created_at, chunk[-1].id)
+        page, more = found[:limit], len(found) > limit
+        return AccountGatePage(
+            items=[_view(*r) for r in page], nextCursor=encode_cursor(page[-1][0]) if more else None
+        ).model_dump(mode="json")
 
 
 class AccountGates:
     """Every seller account with its gate (admin), newest first: GET /v1/admin/accounts."""
 
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
+    def __init__(self, views: GateViews) -> None:
+        self.views = views
 
+    @contract(
+        "Every seller account with its gate and WB's 429 pauses of the last 24 h, newest first (admin)",
+        (200, AccountGatePage, "a page of accounts"),
+        (401, 403, 422),
+        params=page_params(
+            query("name", "a part of the name, any case", maxLength=200),
+            query("hot", "true: only accounts that are hot", enum=["true", "false"]),
+        ),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
-        resp.media = account_gate_page(self.gh, req.get_param, limit=page_limit(req.get_param("limit")))
+        resp.media = self.views.page(req.get_param, limit=page_limit(req.get_param("limit")))

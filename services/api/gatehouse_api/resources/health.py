@@ -7,11 +7,13 @@ import time
 from collections.abc import Callable
 
 import falcon
+from redis import Redis
+from sqlalchemy import Engine
 
 from gatehouse import metrics
-from gatehouse.composition import Components
 from gatehouse.db import ping
 from gatehouse_api.errors import problem, send_problem
+from gatehouse_api.openapi import contract
 
 
 class Health:
@@ -19,6 +21,7 @@ class Health:
 
     public = True
 
+    @contract("Liveness", (200, None, "alive"))
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         resp.media = {"status": "ok"}
 
@@ -51,31 +54,42 @@ class Probe:
             self.outcome = f"down: {type(exc).__name__}"
 
 
+class StoreChecks:
+    """PostgreSQL and Redis checked at once against one deadline (one check per store at a time)."""
+
+    def __init__(self, engine: Engine, redis: Redis, *, timeout_ms: int) -> None:
+        self.timeout_ms = timeout_ms
+        self.probes = {"postgresql": Probe(lambda: ping(engine)), "redis": Probe(redis.ping)}
+
+    def __call__(self) -> dict[str, str]:
+        started = {name: probe.start() for name, probe in self.probes.items()}
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        checks = {}
+        for name, thread in started.items():
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                checks[name] = f"down: no answer within {self.timeout_ms} ms"
+            else:
+                checks[name] = self.probes[name].outcome
+        return checks
+
+
 class Ready:
     """Ready: PostgreSQL and Redis both answer (within READY_TIMEOUT_MS); otherwise 503 naming what is down."""
 
     public = True
 
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
-        self.timeout = gh.settings.ready_timeout_ms / 1000
-        self.probes = {"postgresql": Probe(lambda: ping(gh.engine)), "redis": Probe(gh.redis.ping)}
+    def __init__(self, checks: StoreChecks) -> None:
+        self.checks = checks
 
-    def _checks(self) -> dict[str, str]:
-        # Both stores are checked at once, against one deadline.
-        started = {name: probe.start() for name, probe in self.probes.items()}
-        deadline = time.monotonic() + self.timeout
-        checks = {}
-        for name, thread in started.items():
-            thread.join(max(0.0, deadline - time.monotonic()))
-            if thread.is_alive():
-                checks[name] = f"down: no answer within {self.gh.settings.ready_timeout_ms} ms"
-            else:
-                checks[name] = self.probes[name].outcome
-        return checks
-
+    @contract(
+        "Readiness",
+        (200, None, "PostgreSQL and Redis answer"),
+        (503,),
+        notes={503: "a store is down (named in `down`)"},
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        checks = self._checks()
+        checks = self.checks()
         down = [name for name, state in checks.items() if state != "ok"]
         if not down:
             resp.media = {"status": "ready", "checks": checks}
@@ -86,6 +100,7 @@ class Ready:
 
 class Metrics:
     public = True
+    outside_contract = "Prometheus text exposition for a scraper, not JSON"
 
     def __init__(self, multiproc_dir: str | None) -> None:
         self.multiproc_dir = multiproc_dir

@@ -8,14 +8,16 @@ from collections.abc import Callable
 import falcon
 
 from gatehouse import progress
-from gatehouse.composition import Components
+from gatehouse.accounts import Accounts
 from gatehouse.errors import NotFound, ValidationFailed
+from gatehouse.handlers import JobHandlers
 from gatehouse.job_types import AUTOBIDDER_SYNC_USER, IMPORT_KINDS, REGISTRY, JobType
-from gatehouse.jobs import JobRecord
+from gatehouse.jobs import JobRecord, JobStore
 from gatehouse.models import STATES, TIERS
 from gatehouse.paging import instant
 from gatehouse_api.auth import principal, require_account, require_admin
 from gatehouse_api.body import read_json
+from gatehouse_api.openapi import contract, page_params, query
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit, uuid_param
 from gatehouse_api.schemas import AutobidderSyncRequest, ImportRequest, JobAccepted, JobPage, JobView
 
@@ -42,54 +44,101 @@ def job_view(job: JobRecord) -> dict:
     ).model_dump(mode="json")
 
 
-def accept(
-    req: falcon.Request,
-    gh: Components,
-    resp: falcon.Response,
-    job_type: JobType,
-    account_id: uuid.UUID,
-    payload: dict,
-) -> None:
+class JobViews:
+    """The jobs as the API and the console show them (the read side of gatehouse.jobs)."""
+
+    def __init__(self, jobs: JobStore) -> None:
+        self.jobs = jobs
+
+    def get(self, job_id: uuid.UUID) -> JobRecord:
+        return self.jobs.require(job_id)
+
+    def recent(self, account_id: uuid.UUID, *, limit: int) -> list[JobRecord]:
+        return self.jobs.list_jobs(account_id=account_id, limit=limit)
+
+    def page(
+        self, param: Callable[[str], str | None], *, limit: int, account_id: uuid.UUID | None = None
+    ) -> dict:
+        """A page (JobPage) of jobs newest first (one account's, with ``account_id``), by ``param``'s
+        state, phase, type, tier, accountId, createdAfter, createdBefore and cursor."""
+        cursor = param("cursor")
+        jobs = self.jobs.list_jobs(
+            account_id=account_id or uuid_param(param("accountId"), "accountId"),
+            state=choice(param("state"), "state", STATES),
+            phase=choice(param("phase"), "phase", progress.PHASES),
+            type=choice(param("type"), "type", set(REGISTRY)),
+            tier=choice(param("tier"), "tier", TIERS),
+            created_after=instant(param("createdAfter"), "createdAfter"),
+            created_before=instant(param("createdBefore"), "createdBefore"),
+            limit=limit + 1,
+            before=decode_cursor(cursor) if cursor else None,
+        )
+        page, more = jobs[:limit], len(jobs) > limit
+        return JobPage(
+            items=[job_view(j) for j in page], nextCursor=encode_cursor(page[-1]) if more else None
+        ).model_dump(mode="json")
+
+
+class _Create:
     """Write the row and enqueue (or find the live job), then answer 202."""
-    if principal(req).account_id != account_id:
-        # An account's own key proves the account exists (its keys go with it); anyone else's
-        # request reads it: one round trip less on the hot path of an account's creates.
-        gh.accounts.get(account_id)
-    job, created = gh.job_handlers.submit(job_type, account_id=account_id, payload=payload)
-    resp.status = 202
-    resp.location = f"/v1/jobs/{job.id}"
-    resp.media = JobAccepted(jobId=job.id, alreadyRunning=not created).model_dump(mode="json")
+
+    def __init__(self, handlers: JobHandlers, accounts: Accounts, *, max_body_bytes: int) -> None:
+        self.handlers, self.accounts, self.max_body_bytes = handlers, accounts, max_body_bytes
+
+    def accept(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        job_type: JobType,
+        account_id: uuid.UUID,
+        payload: dict,
+    ) -> None:
+        if principal(req).account_id != account_id:
+            # An account's own key proves the account exists (its keys go with it); anyone else's
+            # request reads it: one round trip less on the hot path of an account's creates.
+            self.accounts.get(account_id)
+        job, created = self.handlers.submit(job_type, account_id=account_id, payload=payload)
+        resp.status = 202
+        resp.location = f"/v1/jobs/{job.id}"
+        resp.media = JobAccepted(jobId=job.id, alreadyRunning=not created).model_dump(mode="json")
 
 
-class DigitizationImports:
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
-
+class DigitizationImports(_Create):
+    @contract(
+        "Start a digitization import (feeds or report) for a period",
+        (202, JobAccepted, "accepted, or the live job of this type (alreadyRunning)"),
+        (400, 401, 404, 413, 415, 422),
+        body=(ImportRequest, True),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_account(req, account_id)
-        body = read_json(req, ImportRequest, max_bytes=self.gh.settings.max_body_bytes)
+        body = read_json(req, ImportRequest, max_bytes=self.max_body_bytes)
         if body.dateFrom > body.dateTo:
             raise ValidationFailed("dateFrom must not be after dateTo", field="dateTo")
         payload = {"dateFrom": body.dateFrom.isoformat(), "dateTo": body.dateTo.isoformat()}
-        accept(req, self.gh, resp, IMPORT_KINDS[body.kind], account_id, payload)
+        self.accept(req, resp, IMPORT_KINDS[body.kind], account_id, payload)
 
 
-class AutobidderSync:
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
-
+class AutobidderSync(_Create):
+    @contract(
+        "Start an autobidder sync (campaigns, stats, bids)",
+        (202, JobAccepted, "accepted, or the live sync (alreadyRunning)"),
+        (400, 401, 404, 413, 415, 422),
+        body=(AutobidderSyncRequest, False),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_account(req, account_id)
-        read_json(req, AutobidderSyncRequest, max_bytes=self.gh.settings.max_body_bytes, allow_empty=True)
-        accept(req, self.gh, resp, AUTOBIDDER_SYNC_USER, account_id, {})
+        read_json(req, AutobidderSyncRequest, max_bytes=self.max_body_bytes, allow_empty=True)
+        self.accept(req, resp, AUTOBIDDER_SYNC_USER, account_id, {})
 
 
 class JobStatus:
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
+    def __init__(self, jobs: JobStore) -> None:
+        self.jobs = jobs
 
+    @contract("Poll a job: state and what it is doing or waiting for", (200, JobView, "the job"), (401, 404))
     def on_get(self, req: falcon.Request, resp: falcon.Response, job_id: uuid.UUID) -> None:
-        job = self.gh.jobs.get(job_id)
+        job = self.jobs.get(job_id)
         if job is None or not principal(req).may_see(job.account_id):
             raise NotFound(f"job {job_id} not found")
         resp.media = job_view(job)
@@ -98,12 +147,21 @@ class JobStatus:
 class JobRetry:
     """A failed job runs again with fresh attempts (admin): 202 and the job, waiting."""
 
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
+    def __init__(self, handlers: JobHandlers) -> None:
+        self.handlers = handlers
 
+    @contract(
+        "Run a failed job again with fresh attempts (admin); the change is audited",
+        (202, JobView, "back in line (waiting, attempt 1) and enqueued; poll its Location"),
+        (401, 403, 404, 409),
+        notes={
+            409: "JOB_NOT_FAILED: only a failed job is retried; JOB_ALREADY_LIVE: its account (or, for a "
+            "system job, the system) has a live job of its type, named in `detail`"
+        },
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response, job_id: uuid.UUID) -> None:
         require_admin(req)
-        job = self.gh.job_handlers.retry(job_id, actor=principal(req).actor)
+        job = self.handlers.retry(job_id, actor=principal(req).actor)
         resp.status = 202
         resp.location = f"/v1/jobs/{job.id}"
         resp.media = job_view(job)
@@ -112,64 +170,62 @@ class JobRetry:
 class JobCancel:
     """A waiting or delayed job ends failed, error code ``cancelled`` (admin): 200 and the job."""
 
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
+    def __init__(self, handlers: JobHandlers) -> None:
+        self.handlers = handlers
 
+    @contract(
+        "Cancel a waiting or delayed job (admin): it ends failed, error code `cancelled`; audited",
+        (200, JobView, "the job, failed; it leaves its account's gate line and never runs"),
+        (401, 403, 404, 409),
+        notes={409: "JOB_ACTIVE: a worker runs it now; JOB_FINISHED: it has already completed or failed"},
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response, job_id: uuid.UUID) -> None:
         require_admin(req)
-        resp.media = job_view(self.gh.job_handlers.cancel(job_id, actor=principal(req).actor))
+        resp.media = job_view(self.handlers.cancel(job_id, actor=principal(req).actor))
 
 
 class AccountJobs:
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
+    def __init__(self, views: JobViews, accounts: Accounts) -> None:
+        self.views, self.accounts = views, accounts
 
+    @contract(
+        "List an account's jobs, newest first",
+        (200, JobPage, "a page of jobs"),
+        (401, 404, 422),
+        params=page_params(query("state", enum=list(STATES)), query("type", enum=sorted(REGISTRY))),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_account(req, account_id)
-        self.gh.accounts.get(account_id)
-        state = choice(req.get_param("state"), "state", STATES)
-        job_type = choice(req.get_param("type"), "type", set(REGISTRY))
-        limit = page_limit(req.get_param("limit"))
-        cursor = req.get_param("cursor")
-        before = decode_cursor(cursor) if cursor else None
-        jobs = self.gh.jobs.list_jobs(
-            account_id=account_id, state=state, type=job_type, limit=limit + 1, before=before
+        self.accounts.get(account_id)
+        # An account's page filters by state and type only (the admin list filters by more).
+        given = {"state", "type", "cursor"}
+        resp.media = self.views.page(
+            lambda name: req.get_param(name) if name in given else None,
+            limit=page_limit(req.get_param("limit")),
+            account_id=account_id,
         )
-        page, more = jobs[:limit], len(jobs) > limit
-        resp.media = JobPage(
-            items=[job_view(j) for j in page], nextCursor=encode_cursor(page[-1]) if more else None
-        ).model_dump(mode="json")
-
-
-def job_page(gh: Components, param: Callable[[str], str | None], *, limit: int) -> dict:
-    """A page (JobPage) of every account's jobs, newest first, by ``param``'s state, phase, type, tier,
-    accountId, createdAfter, createdBefore and cursor."""
-    account = param("accountId")
-    account_id = uuid_param(account, "accountId")
-    cursor = param("cursor")
-    jobs = gh.jobs.list_jobs(
-        account_id=account_id,
-        state=choice(param("state"), "state", STATES),
-        phase=choice(param("phase"), "phase", progress.PHASES),
-        type=choice(param("type"), "type", set(REGISTRY)),
-        tier=choice(param("tier"), "tier", TIERS),
-        created_after=instant(param("createdAfter"), "createdAfter"),
-        created_before=instant(param("createdBefore"), "createdBefore"),
-        limit=limit + 1,
-        before=decode_cursor(cursor) if cursor else None,
-    )
-    page, more = jobs[:limit], len(jobs) > limit
-    return JobPage(
-        items=[job_view(j) for j in page], nextCursor=encode_cursor(page[-1]) if more else None
-    ).model_dump(mode="json")
 
 
 class AdminJobs:
     """Every account's jobs (admin), newest first, filtered like the console's jobs page."""
 
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
+    def __init__(self, views: JobViews) -> None:
+        self.views = views
 
+    @contract(
+        "Every account's jobs, newest first, as the status poll shows each (admin)",
+        (200, JobPage, "a page of jobs"),
+        (401, 403, 422),
+        params=page_params(
+            query("state", enum=list(STATES)),
+            query("phase", "progress.phase", enum=list(progress.PHASES)),
+            query("type", enum=sorted(REGISTRY)),
+            query("tier", enum=list(TIERS)),
+            query("accountId", format="uuid"),
+            query("createdAfter", "ISO 8601, inclusive (no offset: UTC)", format="date-time"),
+            query("createdBefore", "ISO 8601, exclusive (no offset: UTC)", format="date-time"),
+        ),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
-        resp.media = job_page(self.gh, req.get_param, limit=page_limit(req.get_param("limit")))
+        resp.media = self.views.page(req.get_param, limit=page_limit(req.get_param("limit")))

@@ -6,10 +6,10 @@ import uuid
 
 import falcon
 
-from gatehouse.composition import Components
 from gatehouse.errors import Forbidden
-from gatehouse.notifications import NotificationRecord
+from gatehouse.notifications import NotificationRecord, NotificationStore
 from gatehouse_api.auth import principal
+from gatehouse_api.openapi import contract
 from gatehouse_api.schemas import NotificationList, NotificationView
 
 # GET /v1/me/notifications shows this many, newest first.
@@ -37,18 +37,28 @@ def notification_model(n: NotificationRecord) -> NotificationView:
 
 
 class MyNotifications:
-    def __init__(self, gh: Components) -> None:
-        self.store = gh.notifications
+    def __init__(self, store: NotificationStore) -> None:
+        self.store = store
 
+    @contract(
+        "The calling staff user's notifications, newest first (a user key)",
+        (200, NotificationList, "the newest notifications"),
+        (401, 403),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         items = self.store.list_for_user(me(req), limit=SHOWN)
         resp.media = NotificationList(items=[notification_model(n) for n in items]).model_dump(mode="json")
 
 
 class MyNotificationRead:
-    def __init__(self, gh: Components) -> None:
-        self.store = gh.notifications
+    def __init__(self, store: NotificationStore) -> None:
+        self.store = store
 
+    @contract(
+        "Mark one of the caller's notifications read (a user key)",
+        (200, NotificationView, "the notification, read"),
+        (401, 403, 404),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response, notification_id: uuid.UUID) -> None:
         read = self.store.mark_read(me(req), notification_id)
         resp.media = notification_model(read).model_dump(mode="json")

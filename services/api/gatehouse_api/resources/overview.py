@@ -16,11 +16,11 @@ from datetime import datetime
 import falcon
 from pydantic import Field
 
-from gatehouse import operations
-from gatehouse.composition import Components
+from gatehouse.operations import Operations, Snapshot
 from gatehouse_api.auth import require_admin
-from gatehouse_api.resources.admin import schedule_views
-from gatehouse_api.resources.health import Ready
+from gatehouse_api.openapi import contract
+from gatehouse_api.resources.admin import ScheduleViews
+from gatehouse_api.resources.health import StoreChecks
 from gatehouse_api.schemas import Reply, ScheduleView
 
 # The overview waits at most this long for a store's answer (READY_TIMEOUT_MS if that is shorter).
@@ -70,19 +70,17 @@ class OverviewView(Reply):
     schedules: list[ScheduleView] | None = Field(description="null: Redis did not answer")
 
 
-class StoreChecks(Ready):
-    """/readyz's probes (one check per store at a time, on daemon threads), on the overview's deadline."""
+class OverviewViews:
+    """The overview the JSON API and the console both render."""
 
-    def __init__(self, gh: Components) -> None:
-        super().__init__(gh)
-        self.timeout = min(STORE_CHECK_MS, gh.settings.ready_timeout_ms) / 1000
+    def __init__(self, operations: Operations, schedules: ScheduleViews, checks: StoreChecks) -> None:
+        self.operations, self.schedules, self.checks = operations, schedules, checks
 
-    def __call__(self) -> dict[str, str]:
-        return self._checks()
+    def view(self) -> dict:
+        return overview_view(self.operations.snapshot(self.checks()), self.schedules)
 
 
-def overview_view(gh: Components, checks: StoreChecks) -> dict:
-    snap = operations.snapshot(gh, checks())
+def overview_view(snap: Snapshot, schedules: ScheduleViews) -> dict:
     redis = snap.stores.get("redis") == "ok"
     return OverviewView(
         at=snap.at,
@@ -118,15 +116,21 @@ def overview_view(gh: Components, checks: StoreChecks) -> dict:
             )
             for w in snap.workers
         ],
-        schedules=schedule_views(gh) if redis else None,
+        schedules=schedules.all() if redis else None,
     ).model_dump(mode="json")
 
 
 class Overview:
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
-        self.checks = StoreChecks(gh)
+    def __init__(self, views: OverviewViews) -> None:
+        self.views = views
 
+    @contract(
+        "Per queue ready, delayed, running, failed in 24 h and dead letters; live workers and "
+        "their busy threads; schedules' last and next run; store health (admin). A store that "
+        "does not answer leaves its own numbers null",
+        (200, OverviewView, "the snapshot"),
+        (401, 403),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
-        resp.media = overview_view(self.gh, self.checks)
+        resp.media = self.views.view()

@@ -12,10 +12,12 @@ import uuid
 
 import falcon
 
-from gatehouse.composition import Components
+from gatehouse.sweeps.handlers import SweepHandlers
+from gatehouse.sweeps.store import SweepStore
 from gatehouse.sweeps.tables import CartRecord, PriceListRecord, RfqRecord
 from gatehouse_api.auth import principal, require_admin
 from gatehouse_api.body import read_json
+from gatehouse_api.openapi import contract
 from gatehouse_api.schemas import (
     CartView,
     CreateCart,
@@ -62,59 +64,86 @@ def rfq_view(r: RfqRecord) -> dict:
 
 
 class _Resource:
-    def __init__(self, gh: Components) -> None:
-        self.gh = gh
+    def __init__(self, store: SweepStore, handlers: SweepHandlers, *, max_body_bytes: int) -> None:
+        self.store, self.handlers, self.max_body_bytes = store, handlers, max_body_bytes
 
     def _body(self, req: falcon.Request, model):
         require_admin(req)
-        return read_json(req, model, max_bytes=self.gh.settings.max_body_bytes)
+        return read_json(req, model, max_bytes=self.max_body_bytes)
 
 
 class Carts(_Resource):
+    @contract(
+        "Create an open cart",
+        (201, CartView, "created"),
+        (400, 401, 403, 404, 409, 413, 415, 422),
+        body=(CreateCart, True),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = self._body(req, CreateCart)
-        cart = self.gh.sweep_handlers.create_cart(body.customerRef, [i.model_dump() for i in body.items])
+        cart = self.handlers.create_cart(body.customerRef, [i.model_dump() for i in body.items])
         resp.status = 201
         resp.location = f"/v1/admin/carts/{cart.id}"
         resp.media = cart_view(cart)
 
 
 class Cart(_Resource):
+    @contract("Read a cart", (200, CartView, "the cart"), (401, 403, 404, 409))
     def on_get(self, req: falcon.Request, resp: falcon.Response, cart_id: uuid.UUID) -> None:
         require_admin(req)
-        resp.media = cart_view(self.gh.sweeps.get_cart(cart_id))
+        resp.media = cart_view(self.store.get_cart(cart_id))
 
+    @contract(
+        "Replace a cart's items (touches updatedAt; an abandoned cart is open again)",
+        (200, CartView, "the cart as changed"),
+        (400, 401, 403, 404, 409, 413, 415, 422),
+        body=(PatchCart, True),
+    )
     def on_patch(self, req: falcon.Request, resp: falcon.Response, cart_id: uuid.UUID) -> None:
         body = self._body(req, PatchCart)
         items = [i.model_dump() for i in body.items]
-        resp.media = cart_view(self.gh.sweep_handlers.set_cart_items(cart_id, items, actor=principal(req).actor))
+        resp.media = cart_view(self.handlers.set_cart_items(cart_id, items, actor=principal(req).actor))
 
 
 class PriceLists(_Resource):
+    @contract(
+        "Create a price list (scheduled, active or expired by its times)",
+        (201, PriceListView, "created"),
+        (400, 401, 403, 404, 409, 413, 415, 422),
+        body=(CreatePriceList, True),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = self._body(req, CreatePriceList)
-        price_list = self.gh.sweep_handlers.create_price_list(body.name, body.validFrom, body.validTo)
+        price_list = self.handlers.create_price_list(body.name, body.validFrom, body.validTo)
         resp.status = 201
         resp.location = f"/v1/admin/price-lists/{price_list.id}"
         resp.media = price_list_view(price_list)
 
 
 class PriceList(_Resource):
+    @contract("Read a price list", (200, PriceListView, "the price list"), (401, 403, 404, 409))
     def on_get(self, req: falcon.Request, resp: falcon.Response, price_list_id: uuid.UUID) -> None:
         require_admin(req)
-        resp.media = price_list_view(self.gh.sweeps.get_price_list(price_list_id))
+        resp.media = price_list_view(self.store.get_price_list(price_list_id))
 
 
 class Rfqs(_Resource):
+    @contract(
+        "Create a request for quotation (open until expiresAt)",
+        (201, RfqView, "created"),
+        (400, 401, 403, 404, 409, 413, 415, 422),
+        body=(CreateRfq, True),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = self._body(req, CreateRfq)
-        rfq = self.gh.sweep_handlers.create_rfq(body.customerRef, body.expiresAt)
+        rfq = self.handlers.create_rfq(body.customerRef, body.expiresAt)
         resp.status = 201
         resp.location = f"/v1/admin/rfqs/{rfq.id}"
         resp.media = rfq_view(rfq)
 
 
 class Rfq(_Resource):
+    @contract("Read an RFQ", (200, RfqView, "the RFQ"), (401, 403, 404, 409))
     def on_get(self, req: falcon.Request, resp: falcon.Response, rfq_id: uuid.UUID) -> None:
         require_admin(req)
-        resp.media = rfq_view(self.gh.sweeps.get_rfq(rfq_id))
+        resp.media = rfq_view(self.store.get_rfq(rfq_id))

@@ -24,7 +24,9 @@ def autobidder_sync_user(ctx: JobContext, data: WbData) -> dict[str, Any]:
     return {"campaigns": len(campaigns), "statDays": stats}
 
 
-def sync_stats(ctx: JobContext, data: WbData, client: wb.WbClient, ids: list[int], today: date, *, days: int) -> int:
+def sync_stats(
+    ctx: JobContext, data: WbData, client: wb.WbClient, ids: list[int], today: date, *, days: int
+) -> int:
     """Fullstats of the ``days`` days before ``today``, 50 campaigns per call."""
     begin, end = (today - timedelta(days=days)).isoformat(), (today - timedelta(days=1)).isoformat()
     written = 0

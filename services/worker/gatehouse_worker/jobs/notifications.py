@@ -90,7 +90,9 @@ def send(server: SmtpServer, msg: EmailMessage, timeout_s: float) -> None:
 
 
 @job(NOTIFICATION_EMAIL)
-def notification_email(ctx: JobContext, notifications: NotificationStore, smtp: SmtpConfig) -> dict[str, Any] | None:
+def notification_email(
+    ctx: JobContext, notifications: NotificationStore, smtp: SmtpConfig
+) -> dict[str, Any] | None:
     server = smtp_server(smtp.url)
     of = notifications.email_of(uuid.UUID(ctx.payload["notificationId"]))
     if of is None:

@@ -35,7 +35,9 @@ def sync_incremental(ctx: JobContext, data: WbData) -> dict[str, Any]:
             ("sales", wb.SALES, tables.SALES),
         ):
             since = data.read_cursor(ctx.job.account_id, feed) or start
-            counts[feed] = import_feed(ctx, data, client, feed, endpoint, dataset, since, "9999", remember=True)
+            counts[feed] = import_feed(
+                ctx, data, client, feed, endpoint, dataset, since, "9999", remember=True
+            )
     return counts
 
 
@@ -49,7 +51,9 @@ def sync_backfill(ctx: JobContext, data: WbData, report_page_rows: int) -> dict[
         return {"done": True}
     begin = end - timedelta(days=BACKFILL_CHUNK_DAYS - 1)
     with ctx.wb() as client:
-        rows = import_report(ctx, data, client, begin.isoformat(), end.isoformat(), page_rows=report_page_rows)
+        rows = import_report(
+            ctx, data, client, begin.isoformat(), end.isoformat(), page_rows=report_page_rows
+        )
     data.save_cursor(account, "report-backfill", begin.isoformat())
     return {"from": begin.isoformat(), "to": end.isoformat(), "reportRows": rows}
 
@@ -60,7 +64,9 @@ def rnp_ads(ctx: JobContext, data: WbData) -> dict[str, Any]:
     with ctx.wb() as client:
         campaigns = (client.call(wb.ADVERTS) or {}).get("adverts", [])
         data.upsert(tables.CAMPAIGNS, ctx.job.account_id, campaigns)
-        days = sync_stats(ctx, data, client, [c["id"] for c in campaigns], date.today() + timedelta(days=1), days=2)
+        days = sync_stats(
+            ctx, data, client, [c["id"] for c in campaigns], date.today() + timedelta(days=1), days=2
+        )
     return {"campaigns": len(campaigns), "statDays": days}
 
 
