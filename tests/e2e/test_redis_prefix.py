@@ -19,7 +19,7 @@ import httpx
 import pytest
 import redis
 
-from gatehouse.composition import Gatehouse, bootstrap
+from gatehouse.composition import Components, bootstrap
 from gatehouse.schedules import DEFAULTS
 from tests.conftest import ADMIN_TOKEN
 from tests.support.processes import wait_until
@@ -74,7 +74,7 @@ def sandbox():
 
 
 @pytest.fixture
-def stack(settings, clean) -> Iterator[Gatehouse]:
+def stack(settings, clean) -> Iterator[Components]:
     """This side's view of the deployment: its namespace, loopback webhooks allowed."""
     gh = bootstrap(settings.model_copy(update={"broker_namespace": PREFIX, "webhook_allowed_hosts": [ALLOW]}))
     yield gh

@@ -85,14 +85,26 @@ def test_account_keys_and_wrong_tokens_cannot_open_the_console(client):
         assert "Account keys cannot open the console" in response.text
 
 
+def sessions(gh, *, session_ms: int | None = None) -> Sessions:
+    """The console's sessions as the API builds them (gatehouse_api.app.create_app)."""
+    s = gh.settings
+    return Sessions(
+        gh.accounts,
+        gh.users,
+        admin_token=s.admin_token.get_secret_value() if s.admin_token else None,
+        console_secret=s.console_secret.get_secret_value() if s.console_secret else None,
+        session_ms=s.console_session_ms if session_ms is None else session_ms,
+    )
+
+
 def test_a_forged_or_expired_cookie_is_no_session(client, gh):
     cookie = session(client)["Cookie"].split("=", 1)[1]
     forged = cookie[:-2] + ("AA" if not cookie.endswith("AA") else "BB")
-    assert not Sessions(gh).load(forged)
-    assert Sessions(gh).load(cookie)
+    assert not sessions(gh).load(forged)
+    assert sessions(gh).load(cookie)
     # The same cookie, read by an API whose sessions last less than its age
     expired = replace(gh, settings=gh.settings.model_copy(update={"console_session_ms": -1}))
-    assert not Sessions(expired).load(cookie)
+    assert not sessions(gh, session_ms=-1).load(cookie)
     page = testing.TestClient(create_app(expired)).simulate_get(
         "/console/modules", headers={"Cookie": f"{COOKIE}={cookie}"}
     )

@@ -8,7 +8,6 @@ import uuid
 from gatehouse.composition import bootstrap
 from gatehouse.gate import owner
 from gatehouse.job_types import IMPORT_USER_FEEDS
-from gatehouse.workers import Liveness
 from gatehouse_worker.leases import Beats, LeaseKeeper
 from gatehouse_worker.runtime import JobContext, WbAccess
 
@@ -25,7 +24,7 @@ def test_a_gate_heartbeat_shorter_than_the_liveness_beat_keeps_the_gate(settings
     keeper = LeaseKeeper(
         gh.jobs,
         gh.gate,
-        Liveness(gh.redis, ttl_ms=s.worker_dead_after_ms),
+        gh.liveness,
         gh.job_handlers.requeue_orphans,
         Beats(
             worker_heartbeat_ms=s.worker_heartbeat_ms,

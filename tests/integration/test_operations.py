@@ -14,6 +14,13 @@ from gatehouse.workers import DeadWorkers, Liveness, WorkerBeat
 UP = {"postgresql": "ok", "redis": "ok"}
 
 
+def snapshot(gh, stores: dict[str, str]) -> operations.Snapshot:
+    """The overview as the API builds it (gatehouse_api.app.create_app)."""
+    return operations.Operations(
+        gh.engine, gh.redis, gh.settings.broker_namespace, gh.modules, gh.liveness
+    ).snapshot(stores)
+
+
 def add_job(sql, queue: str, state: str, *, worker: str | None = None, finished: str | None = None) -> None:
     sql(
         "INSERT INTO jobs (id, type, queue, tier, state, payload, worker, finished_at) "
@@ -59,7 +66,7 @@ def test_the_counts_read_only_the_live_and_recently_failed_rows_through_their_pa
 
 def test_every_registry_queue_is_listed_with_zero_counts_and_a_queue_with_rows_too(gh, sql):
     add_job(sql, "probe-only-here", "waiting")
-    snap = operations.snapshot(gh, UP)
+    snap = snapshot(gh, UP)
     queues = by_name(snap)
     assert set(queues) == {t.queue for t in REGISTRY.values()} | {"probe-only-here"}
     assert queues["wb-scheduled"].counts == operations.QueueCounts()
@@ -91,7 +98,7 @@ def test_dead_letters_are_dramatiqs_dead_letter_set_and_the_dead_webhook_deliver
             id=uuid.uuid4(), e=endpoint, m=f"msg_{i}", s=status,
         )  # fmt: skip
 
-    queues = by_name(operations.snapshot(gh, UP))
+    queues = by_name(snapshot(gh, UP))
 
     assert gh.redis.zcard(f"{gh.settings.broker_namespace}:notifications.email.XQ") == 1
     assert queues["notifications.email"].dead_letters == 1
@@ -102,7 +109,7 @@ def test_dead_letters_are_dramatiqs_dead_letter_set_and_the_dead_webhook_deliver
 
 def test_a_queue_whose_module_is_off_is_paused(gh):
     gh.modules.set("webhooks", enabled=False, by="test")
-    queues = by_name(operations.snapshot(gh, UP))
+    queues = by_name(snapshot(gh, UP))
     assert queues[WEBHOOK_QUEUE].paused is True and queues[WEBHOOK_QUEUE].module == "webhooks"
     assert queues["catalog.bulk-operation"].paused is False
     assert queues["wb-user"].paused is False and queues["wb-user"].module is None
@@ -115,7 +122,7 @@ def test_live_workers_say_their_threads_and_queues_and_a_dead_one_with_running_r
     add_job(sql, "wb-user", "active", worker="w-1")
     add_job(sql, "wb-user", "active", worker="w-gone")  # its worker's key is gone
 
-    workers = {w.name: w for w in operations.snapshot(gh, UP).workers}
+    workers = {w.name: w for w in snapshot(gh, UP).workers}
 
     assert set(workers) == {"w-1", "w-idle", "w-gone"}
     assert workers["w-1"].alive and workers["w-1"].busy == 1 and workers["w-1"].beat.threads == 4
@@ -159,7 +166,7 @@ def test_a_store_that_is_down_is_not_read_and_leaves_only_its_numbers_unknown(gh
     Liveness(gh.redis, prefix=gh.settings.broker_namespace, ttl_ms=10_000).beat("w-1", WorkerBeat(threads=2))
     stores = {**UP, down: "down: no answer within 300 ms"}
 
-    snap = operations.snapshot(gh, stores)
+    snap = snapshot(gh, stores)
     queues = by_name(snap)
 
     assert snap.stores == stores

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 import pytest
 from falcon import testing
 
-from gatehouse.composition import Gatehouse, bootstrap
+from gatehouse.composition import Components, bootstrap
 from gatehouse.gate import GateState, job_of, owner
 from gatehouse.workers import WorkerBeat
 from gatehouse_api.app import create_app
@@ -28,20 +28,20 @@ ASK = dict(tier="user", lease_ms=60_000, wanted_ttl_ms=30_000, waiting_ttl_ms=30
 
 
 @pytest.fixture
-def stacks(settings, clean) -> Iterator[tuple[Gatehouse, Gatehouse]]:
+def stacks(settings, clean) -> Iterator[tuple[Components, Components]]:
     a, b = (bootstrap(settings.model_copy(update={"broker_namespace": ns})) for ns in (A, B))
     yield a, b
     a.close()
     b.close()
 
 
-def get(gh: Gatehouse, path: str, **params: str) -> dict:
+def get(gh: Components, path: str, **params: str) -> dict:
     response = testing.TestClient(create_app(gh)).simulate_get(path, params=params, headers=ADMIN)
     assert response.status_code == 200, response.text
     return response.json
 
 
-def keys_of(gh: Gatehouse) -> set[str]:
+def keys_of(gh: Components) -> set[str]:
     return {key.decode() for key in gh.redis.scan_iter(count=1000)}
 
 

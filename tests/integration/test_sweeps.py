@@ -79,7 +79,9 @@ def flipped_twice(sql, entity: str, action: str) -> list:
 
 def ticks(gh) -> dict:
     """What a scheduler's tick is given (gatehouse_worker.wiring)."""
-    return dict(submit=gh.job_handlers.submit, modules=gh.modules, accounts=gh.accounts, redis=gh.redis)
+    return dict(
+        submit=gh.job_handlers.submit, modules=gh.modules, accounts=gh.accounts, runs=gh.schedule_runs
+    )
 
 
 def db_now(sql):
