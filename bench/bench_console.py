@@ -40,7 +40,7 @@ WITH a AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM accounts),
      t AS (SELECT * FROM unnest(%(types)s::text[], %(queues)s::text[], %(tiers)s::text[], %(scoped)s::bool[])
            WITH ORDINALITY AS t(type, queue, tier, scoped, k))
 INSERT INTO jobs (id, type, queue, tier, account_id, state, attempt, max_attempts, progress, payload, error,
-                  claims, delivery, created_at, updated_at, started_at, finished_at)
+                  claims, message_number, created_at, updated_at, started_at, finished_at)
 SELECT gen_random_uuid(), t.type, t.queue, t.tier, CASE WHEN t.scoped THEN a.id END,
        CASE WHEN i %% 10 = 0 THEN 'failed' ELSE 'completed' END, 1 + i %% 3, 5,
        jsonb_build_object('phase', CASE WHEN i %% 10 = 0 THEN 'failed' ELSE 'completed' END,

@@ -85,10 +85,10 @@ class Rows:
         return self.conn.execute("SELECT extract(epoch FROM max(finished_at))::float FROM jobs").fetchone()[0]
 
     def times(self, job_type: JobType) -> dict[uuid.UUID, tuple[float | None, float | None, int]]:
-        """account → (started_at, finished_at, delivery) of its job of this type."""
+        """account → (started_at, finished_at, message_number) of its job of this type."""
         rows = self.conn.execute(
             "SELECT account_id, extract(epoch FROM started_at)::float, extract(epoch FROM finished_at)::float,"
-            " delivery FROM jobs WHERE type = %s",
+            " message_number FROM jobs WHERE type = %s",
             (job_type.name,),
         ).fetchall()
         return {a: (s, f, d) for a, s, f, d in rows}
@@ -154,8 +154,8 @@ def handoffs(gh: Components, rows: Rows) -> tuple[list[tuple[float, float, float
         released, running = wait_marks(gh, "released", batch), wait_marks(gh, "running", batch)
         holders, waiters = rows.times(HOLDER), rows.times(WAITER)
         for account_id, end, run in zip(batch, released, running, strict=True):
-            finished, (started, _, delivery) = holders[account_id][1], waiters[account_id]
-            if delivery == 1:  # 1 at creation; 2 when parked on the gate; 3 when woken by the release
+            finished, (started, _, number) = holders[account_id][1], waiters[account_id]
+            if number == 1:  # 1 at creation; 2 when parked on the gate; 3 when woken by the release
                 unparked += 1
                 continue
             samples.append((finished - end, started - finished, run - started))

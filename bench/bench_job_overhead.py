@@ -44,10 +44,10 @@ FLOOR_INSERT = """
 INSERT INTO jobs (id, type, queue, tier, account_id, max_attempts, payload)
 VALUES (%s, 'bench-floor', 'floor', 'user', NULL, 1, %s)
 ON CONFLICT (account_id, type) WHERE state IN ('waiting', 'active', 'delayed') DO NOTHING
-RETURNING id, delivery"""
+RETURNING id, message_number"""
 FLOOR_CLAIM = """
 UPDATE jobs SET state = 'active', claims = claims + 1, updated_at = now()
-WHERE id = %s AND delivery = %s AND state IN ('waiting', 'delayed') RETURNING claims"""
+WHERE id = %s AND message_number = %s AND state IN ('waiting', 'delayed') RETURNING claims"""
 LIVE_LEFT = "SELECT EXISTS (SELECT 1 FROM jobs WHERE state IN ('waiting', 'active', 'delayed'))"
 FLOOR_DONE = """
 UPDATE jobs SET state = 'completed', finished_at = now(), updated_at = now()
@@ -87,9 +87,9 @@ def floor(settings, queues: set[str]) -> float:
         broker.declare_queue(queue)
     done = threading.Semaphore(0)
 
-    def consume(job_id: str, delivery: int) -> None:
+    def consume(job_id: str, number: int) -> None:
         with pool.connection() as conn:
-            claims = conn.execute(FLOOR_CLAIM, (job_id, delivery)).fetchone()[0]
+            claims = conn.execute(FLOOR_CLAIM, (job_id, number)).fetchone()[0]
         with pool.connection() as conn:
             conn.execute(FLOOR_DONE, (job_id, claims))
         done.release()
@@ -98,8 +98,8 @@ def floor(settings, queues: set[str]) -> float:
 
     def produce() -> None:
         with pool.connection() as conn:
-            job_id, delivery = conn.execute(FLOOR_INSERT, (uuid.uuid4(), Jsonb({}))).fetchone()
-        actor.send_with_options(args=(str(job_id), delivery), message_id=str(job_id))
+            job_id, number = conn.execute(FLOOR_INSERT, (uuid.uuid4(), Jsonb({}))).fetchone()
+        actor.send_with_options(args=(str(job_id), number), message_id=str(job_id))
 
     rate = drain(broker, produce, N, done)
     broker.close()

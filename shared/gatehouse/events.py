@@ -13,17 +13,11 @@ reconciliation enqueues.
 from __future__ import annotations
 
 import base64
-import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from gatehouse.uow import Tx
-
-log = logging.getLogger(__name__)
+from typing import Any
 
 
 def new_message_id() -> str:
@@ -43,8 +37,9 @@ class Event:
         return {"type": self.type, "timestamp": self.at.isoformat(timespec="milliseconds"), "data": self.data}
 
 
-# Gets the unit of work and the (non-empty) events of one publish, in order; writes what they cause in it.
-Subscriber = Callable[["Tx", Sequence[Event]], None]
+# Gets the unit of work (a gatehouse.uow.Tx, which imports this module) and the (non-empty) events
+# of one publish, in order; writes what they cause in it.
+Subscriber = Callable[[Any, Sequence[Event]], None]
 
 
 class EventBus:
@@ -56,7 +51,7 @@ class EventBus:
     def subscribe(self, subscriber: Subscriber) -> None:
         self._subscribers.append(subscriber)
 
-    def publish(self, tx: Tx, *events: Event) -> None:
+    def publish(self, tx: Any, *events: Event) -> None:
         """Let every subscriber write what ``events`` cause, in ``tx``'s transaction."""
         live = [event for event in events if self._emits(event.type)]
         if live:

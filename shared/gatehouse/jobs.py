@@ -4,14 +4,14 @@ The conditions are the concurrency story:
 
 - create: INSERT … ON CONFLICT on the unique partial index of live jobs, so
   concurrent identical requests produce one row (alreadyRunning for the rest);
-- claim: waiting|delayed → active only for the message's ``delivery``; it
+- claim: waiting|delayed → active only for the row's current message (``message_number``); it
   bumps ``claims`` and names the claiming worker process;
 - every later write of a run is fenced by ``claims`` and ``state = 'active'``,
   so a worker that lost its row cannot overwrite it;
 - requeue: an active row whose worker is dead or whose lease ran out goes
-  back to ``waiting`` under a new delivery (the dead run's message is stale);
+  back to ``waiting`` under a new message (the dead run's message is stale);
 - an operator's retry: failed → waiting with fresh attempts under a new
-  delivery (the live-job indexes refuse a second live job of its kind); an
+  message (the live-job indexes refuse a second live job of its kind); an
   operator's cancel: waiting|delayed → failed, the row never claimed again.
   Each writes its audit row in the same statement.
 
@@ -71,7 +71,7 @@ class JobRecord:
     account_id: uuid.UUID | None
     tier: str
     state: str
-    delivery: int
+    message_number: int
     claims: int
     attempt: int
     max_attempts: int
@@ -120,7 +120,7 @@ class Accepted:
     id: uuid.UUID
     queue: str
     type: str
-    delivery: int
+    message_number: int
     state: str
 
 
@@ -129,7 +129,7 @@ ACCEPTED_COLUMNS = ", ".join(f.name for f in fields(Accepted))
 
 @dataclass(frozen=True)
 class JobMessage:
-    """A job's message on its queue: the row id and the row's ``delivery`` number (only the message
+    """A job's message on its queue: the row id and the row's ``message_number`` (only the message
     that carries the row's current number can claim it), and when it is due."""
 
     job_id: uuid.UUID
@@ -157,7 +157,7 @@ class Claim:
 
 
 def message_of(row: Any, eta_ms: int | None = None) -> JobMessage:
-    return JobMessage(row.id, row.queue, row.type, row.delivery, eta_ms)
+    return JobMessage(row.id, row.queue, row.type, row.message_number, eta_ms)
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ class _Moved:
     id: uuid.UUID
     queue: str
     type: str
-    delivery: int
+    message_number: int
     resume_at: datetime | None
 
 
@@ -203,7 +203,7 @@ SQL_GET = f"SELECT {COLUMNS} FROM jobs WHERE id = %(id)s"
 _CLAIM = f"""
 UPDATE jobs SET state = 'active', claims = claims + 1, worker = %(worker)s, lease_until = {_LEASE},
   {{start}}updated_at = now()
-WHERE id = %(id)s AND delivery = %(delivery)s AND state IN ('waiting', 'delayed')
+WHERE id = %(id)s AND message_number = %(message_number)s AND state IN ('waiting', 'delayed')
 RETURNING {RUN_COLUMNS}"""
 SQL_CLAIM = _CLAIM.format(start="")
 SQL_CLAIM_AND_START = _CLAIM.format(
@@ -221,20 +221,20 @@ UPDATE jobs SET state = %(state)s, result = %(result)s, error = coalesce(%(error
   finished_at = now(), updated_at = now()
 WHERE {_FENCE} RETURNING id"""
 SQL_RESCHEDULE = f"""
-UPDATE jobs SET state = 'delayed', delivery = delivery + 1, attempt = attempt + %(attempts_used)s,
+UPDATE jobs SET state = 'delayed', message_number = message_number + 1, attempt = attempt + %(attempts_used)s,
   resume_at = %(resume_at)s, progress = %(progress)s, error = coalesce(%(error)s, error),
   lease_until = NULL, worker = NULL, updated_at = now()
-WHERE {_FENCE} RETURNING id, queue, type, delivery, resume_at"""
+WHERE {_FENCE} RETURNING id, queue, type, message_number, resume_at"""
 SQL_RENEW = f"""
 UPDATE jobs SET lease_until = {_LEASE}
 FROM unnest(%(ids)s::uuid[], %(claims)s::int[]) AS held(id, claims)
 WHERE jobs.id = held.id AND jobs.claims = held.claims AND jobs.state = 'active'
 RETURNING jobs.id, jobs.claims"""
 SQL_WAKE = """
-UPDATE jobs SET delivery = delivery + 1, resume_at = now(),
+UPDATE jobs SET message_number = message_number + 1, resume_at = now(),
   progress = jsonb_set(progress, '{resumeAt}', to_jsonb(%(now)s::text)), updated_at = now()
 WHERE id = %(id)s AND state = 'delayed' AND progress->>'phase' = %(phase)s
-RETURNING id, queue, type, delivery, resume_at"""
+RETURNING id, queue, type, message_number, resume_at"""
 # Stopped before it ran again: waiting|delayed → failed, for a webhook endpoint that answered
 # 410 Gone (its jobs, in the endpoint's transaction) or on an operator's word (SQL_CANCEL_AUDITED).
 # The rows are locked first, so ``was`` is the state each one had when it was stopped.
@@ -260,11 +260,11 @@ SQL_CANCEL_AUDITED = _AUDITED.format(
     columns=COLUMNS,
 )
 # An operator's retry: failed → waiting, as if just created (attempt 1, no progress, outcome or
-# eta) under a new delivery; the checkpoint stays, so a resumable job carries on. A second live
+# eta) under a new message; the checkpoint stays, so a resumable job carries on. A second live
 # job of its account and type (or a second live system job) breaks a live-job index: refused.
 SQL_RETRY = _AUDITED.format(
     change=f"""
-UPDATE jobs SET state = 'waiting', delivery = delivery + 1, attempt = 1,
+UPDATE jobs SET state = 'waiting', message_number = message_number + 1, attempt = 1,
   max_attempts = coalesce(%(max_attempts)s::int, jobs.max_attempts), progress = NULL, result = NULL,
   error = NULL, resume_at = NULL, lease_until = NULL, worker = NULL, finished_at = NULL, updated_at = now()
 FROM (SELECT id, error FROM jobs WHERE id = %(id)s AND state = 'failed' FOR UPDATE) AS was
@@ -279,12 +279,12 @@ LIVE_INDEXES = ("jobs_one_live_per_account_type", "jobs_one_live_system_job")
 SQL_RUNNING_WORKERS = "SELECT DISTINCT worker FROM jobs WHERE state = 'active' AND worker IS NOT NULL"
 # Back in line: the runs of dead workers, and runs whose lease ran out (whoever held them).
 SQL_REQUEUE = """
-UPDATE jobs SET state = 'waiting', delivery = delivery + 1, lease_until = NULL, worker = NULL,
+UPDATE jobs SET state = 'waiting', message_number = message_number + 1, lease_until = NULL, worker = NULL,
   updated_at = now()
 WHERE state = 'active' AND (worker = ANY(%(dead)s) OR lease_until < now())
-RETURNING id, queue, type, delivery, resume_at"""
+RETURNING id, queue, type, message_number, resume_at"""
 SQL_SETTLED = """
-SELECT id, queue, type, delivery, resume_at FROM jobs
+SELECT id, queue, type, message_number, resume_at FROM jobs
 WHERE state IN ('waiting', 'delayed') AND updated_at < now() - %(grace_ms)s * interval '1 millisecond'
 ORDER BY created_at"""
 
@@ -299,7 +299,7 @@ SELECT j.id, %(type)s, %(queue)s, %(tier)s, %(max_attempts)s, j.payload,
   CASE WHEN %(delay_ms)s > 0 THEN now() + %(delay_ms)s * interval '1 millisecond' END
 FROM ROWS FROM (unnest(%(ids)s::uuid[]), jsonb_array_elements(%(payloads)s)) WITH ORDINALITY AS j(id, payload, n)
 ORDER BY j.n
-RETURNING id, queue, type, delivery, resume_at"""
+RETURNING id, queue, type, message_number, resume_at"""
 
 
 class JobStore:
@@ -444,7 +444,7 @@ class JobStore:
         With ``start`` the claim also records the start (phase running): a job
         without admission (no gate) is claimed and running in one statement.
         """
-        params = dict(id=job_id, delivery=number, lease_ms=lease_ms, worker=worker)
+        params = dict(id=job_id, message_number=number, lease_ms=lease_ms, worker=worker)
         row = self._sql.one(SQL_CLAIM_AND_START if start else SQL_CLAIM, params, RunRecord)
         return Claim(row, row.claims) if row else None
 

@@ -56,13 +56,13 @@ class ApiKey(SQLModel, table=True):
 
 
 class Job(SQLModel, table=True):
-    """One row per job; the Dramatiq message carries only ``id`` and ``delivery``.
+    """One row per job; the Dramatiq message carries only ``id`` and ``message_number``.
 
     The job store (gatehouse.jobs) reads and writes it with plain SQL; this
     class is the table's one declaration (migrations, tests, admin reads).
 
-    ``delivery`` numbers the job's schedulings: every move to waiting/delayed
-    bumps it and the message carries it, so only the newest delivery can claim
+    ``message_number`` numbers the job's messages: every move to waiting/delayed
+    bumps it and the new message carries it, so only the newest message can claim
     the row (an early-woken job's stale delayed copy is a no-op).
     """
 
@@ -102,9 +102,9 @@ class Job(SQLModel, table=True):
     account_id: uuid.UUID | None = Field(default=None, foreign_key="accounts.id", ondelete="CASCADE")
     tier: str = Field(default="user", sa_column_kwargs={"server_default": "user"})
     state: str = Field(default=WAITING, sa_column_kwargs={"server_default": WAITING})
-    delivery: int = Field(default=1, sa_column_kwargs={"server_default": "1"})
+    message_number: int = Field(default=1, sa_column_kwargs={"server_default": "1"})
     # Bumped by every claim: a fencing token, so a worker that lost its lease
-    # to a redelivery can no longer write the row.
+    # to a requeue can no longer write the row.
     claims: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     attempt: int = Field(default=1, sa_column_kwargs={"server_default": "1"})
     max_attempts: int = Field(default=1, sa_column_kwargs={"server_default": "1"})

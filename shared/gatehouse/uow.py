@@ -35,10 +35,11 @@ from sqlalchemy import Connection, Engine
 
 from gatehouse.db import Statements
 from gatehouse.events import Event, EventBus
-from gatehouse.jobs import JobMessage
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# What the job store records: a job's message (gatehouse.jobs.JobMessage, which has its ``job_id``).
+Message = Any
 
 
 class Tx:
@@ -48,7 +49,7 @@ class Tx:
         self._conn = conn
         self._statements = statements
         self._bus = bus
-        self.messages: list[JobMessage] = []
+        self.messages: list[Message] = []
 
     @property
     def conn(self) -> Connection:
@@ -76,7 +77,7 @@ class Tx:
         with self.cursor(row) as cur:
             return cur.execute(sql, params).fetchall()
 
-    def record(self, *messages: JobMessage) -> None:
+    def record(self, *messages: Message) -> None:
         """Send these after the commit (the job store records what it writes; nobody else needs to)."""
         self.messages.extend(messages)
 
@@ -87,7 +88,7 @@ class Tx:
 
 class UnitOfWork:
     def __init__(
-        self, engine: Engine, statements: Statements, bus: EventBus, send: Callable[[JobMessage], Any]
+        self, engine: Engine, statements: Statements, bus: EventBus, send: Callable[[Message], Any]
     ) -> None:
         self._engine = engine
         self._statements = statements

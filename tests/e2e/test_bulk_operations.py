@@ -86,7 +86,7 @@ def test_duplicated_messages_on_two_workers_patch_each_product_once_and_notify_o
     products(gh, 2000)
     ids = [uuid.UUID(i) for i in all_ids(sql)]
     request = {"productIds": [str(i) for i in ids], "patch": PATCH}
-    # (its unit of work sends its job's message after the commit: the first delivery)
+    # (its unit of work sends its job's message after the commit: the first copy)
     op = gh.catalog_handlers.create_bulk_operation(
         Selection(product_ids=tuple(ids)),
         patch_from_json(PATCH),

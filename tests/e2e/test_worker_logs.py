@@ -59,7 +59,7 @@ def gate_traffic(processes, gh, *worker_args: str):
         timeout=10,
         what="the duplicates and the old delayed copy to be consumed",
     )
-    assert len(gh.redis.lrange(RUNS_KEY, 0, -1)) == 2, "a stale delivery ran a body again"
+    assert len(gh.redis.lrange(RUNS_KEY, 0, -1)) == 2, "a stale message ran a body again"
     assert gh.jobs.get(holder).state == gh.jobs.get(waiter).state == "completed"
     return worker.log(), holder, waiter
 
@@ -81,7 +81,7 @@ def test_parking_hand_off_and_stale_deliveries_log_no_warning(processes, gh):
 def test_parking_and_stale_deliveries_are_logged_at_debug_with_their_reason(processes, gh):
     log, holder, waiter = gate_traffic(processes, gh, "--verbose")
 
-    # Then the waiting job says whom it waits for, each stale delivery says why it is dropped …
+    # Then the waiting job says whom it waits for, each stale message says why it is dropped …
     assert re.search(rf"\[DEBUG\] job {waiter} waits for account \S+ \(held by \S*{holder}\)", log), log
     for job_id in (holder, waiter):
         assert re.search(rf"\[DEBUG\] message \d+ of job {job_id} is stale or a duplicate; dropped", log), log

@@ -235,7 +235,7 @@ def test_the_jobs_page_lists_the_status_poll_rows_with_their_countdowns(client, 
 
 def test_a_job_page_shows_its_row_and_checkpoint(client, cookie, gh):
     _, holder, waiter = busy_account(gh)
-    claim = gh.jobs.claim(holder, 2, 60_000)  # stale delivery: nothing
+    claim = gh.jobs.claim(holder, 2, 60_000)  # stale message: nothing
     assert claim is None
     gh.jobs.save_checkpoint(
         type("C", (), {"job_id": holder, "claims": gh.jobs.get(holder).claims})(),

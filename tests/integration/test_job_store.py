@@ -89,7 +89,7 @@ def test_a_delivery_claims_once_and_a_stale_delivery_never(gh):
     job, _ = create(gh, account(gh))
     claim = gh.jobs.claim(job.id, 1, 60_000)
     assert claim is not None and claim.claims == 1
-    assert gh.jobs.claim(job.id, 1, 60_000) is None  # duplicate of the running delivery
+    assert gh.jobs.claim(job.id, 1, 60_000) is None  # duplicate of the running message
 
     moved, [message] = write(
         gh,
@@ -98,7 +98,7 @@ def test_a_delivery_claims_once_and_a_stale_delivery_never(gh):
         ),
     )
     assert moved and (message.job_id, message.number) == (job.id, 2)
-    assert gh.jobs.claim(job.id, 1, 60_000) is None  # the superseded delivery
+    assert gh.jobs.claim(job.id, 1, 60_000) is None  # the superseded message
     second = gh.jobs.claim(job.id, 2, 60_000)
     assert second is not None and second.job.attempt == 2
 
@@ -106,7 +106,7 @@ def test_a_delivery_claims_once_and_a_stale_delivery_never(gh):
 def test_an_expired_lease_puts_the_job_back_in_line_and_fences_the_old_run(gh):
     job, _ = create(gh, account(gh))
     old = gh.jobs.claim(job.id, 1, 50, worker="w-old")
-    assert gh.jobs.claim(job.id, 1, 60_000) is None  # active: no delivery takes it while it runs
+    assert gh.jobs.claim(job.id, 1, 60_000) is None  # active: no message takes it while it runs
     gh.broker.flush(IMPORT_USER_FEEDS.queue)  # the message died with its run
 
     def requeue():

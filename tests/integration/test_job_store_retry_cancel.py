@@ -76,17 +76,22 @@ def test_retry_puts_a_failed_job_back_in_line_with_fresh_attempts_and_a_new_mess
     job_id = failed_job(gh, account(gh))
     sql("UPDATE jobs SET max_attempts = 2 WHERE id = :id", id=job_id)  # as created under an older policy
     before = gh.jobs.get(job_id)
-    assert (before.state, before.attempt, before.delivery) == ("failed", 2, 2)
+    assert (before.state, before.attempt, before.message_number) == ("failed", 2, 2)
 
     retried = gh.job_handlers.retry(job_id, actor="admin")
 
-    # Then the row is as if just created, under a new delivery, its checkpoint kept
-    assert (retried.state, retried.attempt, retried.max_attempts, retried.delivery) == ("waiting", 1, 5, 3)
+    # Then the row is as if just created, under a new message, its checkpoint kept
+    assert (retried.state, retried.attempt, retried.max_attempts, retried.message_number) == (
+        "waiting",
+        1,
+        5,
+        3,
+    )
     assert (retried.progress, retried.result, retried.error) == (None, None, None)
     assert (retried.finished_at, retried.resume_at, retried.lease_until, retried.worker) == (None,) * 4
     assert retried.checkpoint == {"rrdId": 42}
     assert gh.jobs.get(job_id) == retried
-    # … its message carries that delivery, and only that one claims it: attempt 1 of 5
+    # … its message carries that number, and only that one claims it: attempt 1 of 5
     assert deliveries(gh, job_id, IMPORT_USER_FEEDS.queue) == [3]
     assert gh.jobs.claim(job_id, 2, 60_000) is None
     claim = gh.jobs.claim(job_id, 3, 60_000)
@@ -119,7 +124,7 @@ def test_retry_refuses_a_job_that_is_not_failed(gh, sql):
     assert refused.value.code == "JOB_NOT_FAILED"
     with pytest.raises(NotFound):
         gh.job_handlers.retry(uuid.uuid4(), actor="admin")
-    assert gh.jobs.get(waiting.id).delivery == 1 and audit(sql, waiting.id) == []
+    assert gh.jobs.get(waiting.id).message_number == 1 and audit(sql, waiting.id) == []
 
 
 def test_retry_while_its_account_has_a_live_job_of_its_type_is_refused_naming_that_job(gh, sql):
@@ -133,7 +138,7 @@ def test_retry_while_its_account_has_a_live_job_of_its_type_is_refused_naming_th
 
     assert refused.value.code == "JOB_ALREADY_LIVE" and str(live.id) in refused.value.detail
     row = gh.jobs.get(job_id)
-    assert (row.state, row.delivery, row.error) == ("failed", 2, WB_DOWN)
+    assert (row.state, row.message_number, row.error) == ("failed", 2, WB_DOWN)
     assert audit(sql, job_id) == []
     # … another type of the same account is no obstacle, and once the live one ends the retry goes
     gh.job_handlers.submit(IMPORT_USER_REPORT, account_id=acc)
@@ -258,7 +263,7 @@ def test_a_cancelled_job_retried_runs_under_a_delivery_its_old_message_cannot_cl
 
     retried = gh.job_handlers.retry(job.id, actor="admin")
 
-    assert (retried.state, retried.delivery, retried.error) == ("waiting", 2, None)
+    assert (retried.state, retried.message_number, retried.error) == ("waiting", 2, None)
     assert gh.jobs.claim(job.id, 1, 60_000) is None  # the cancelled run's message
     assert gh.jobs.claim(job.id, 2, 60_000) is not None
 

@@ -39,7 +39,7 @@ def test_a_gate_heartbeat_shorter_than_the_liveness_beat_keeps_the_gate(settings
         account = uuid.uuid4()
         with gh.uow.autocommit() as tx:
             job, _ = gh.jobs.create(tx, IMPORT_USER_FEEDS, account_id=None)
-        claim = gh.jobs.claim(job.id, job.delivery, 3_000, worker="test-worker", start=True)
+        claim = gh.jobs.claim(job.id, job.message_number, 3_000, worker="test-worker", start=True)
         me = owner(job.queue, job.id)
         acquired = gh.gate.acquire(
             str(account), me, tier="user", lease_ms=600, wanted_ttl_ms=1_000, waiting_ttl_ms=1_000,

@@ -55,7 +55,7 @@ def test_notify_writes_the_notification_and_its_email_job_in_the_callers_transac
     assert job.max_attempts == NOTIFICATION_EMAIL.retry.attempts == 6
     assert job.payload == {"notificationId": str(notification_id)}
     # … and the message is what the job needs (row id, queue, actor, message number)
-    assert (message.queue, message.actor, message.number) == (job.queue, job.type, job.delivery)
+    assert (message.queue, message.actor, message.number) == (job.queue, job.type, job.message_number)
 
 
 def test_a_rollback_leaves_neither_the_notification_nor_its_job(gh, sql, user):

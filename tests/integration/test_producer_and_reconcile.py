@@ -41,7 +41,7 @@ def test_reconciliation_resends_an_active_job_whose_worker_died(gh, sql):
     sql("UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = :id", id=accepted.id)
 
     assert gh.job_handlers.reconcile(grace_ms=60_000) == 1
-    # … back in line under a new delivery, which is on the queue; the dead run's delivery is stale
+    # … back in line under a new message, which is on the queue; the dead run's message is stale
     assert gh.dispatcher.queued_job_ids({"probe"}) == {str(accepted.id)}
     assert gh.jobs.claim(accepted.id, 1, 60_000) is None
     assert gh.jobs.claim(accepted.id, 2, 60_000) is not None

@@ -147,7 +147,7 @@ def deliveries(db, **where) -> list:
 
 def deliver_jobs(db) -> dict:
     rows = db(
-        "SELECT id, type, queue, tier, state, max_attempts, payload, delivery, account_id "
+        "SELECT id, type, queue, tier, state, max_attempts, payload, message_number, account_id "
         "FROM jobs WHERE type = 'webhook.deliver'"
     )
     return {r.id: r for r in rows}
@@ -247,7 +247,7 @@ def test_an_event_is_one_delivery_and_one_job_per_enabled_subscribed_endpoint(wh
         assert job.payload == {"endpointId": str(d.endpoint_id), "deliveries": 1}
     # … and what the unit of work sends after commit is exactly those job rows
     assert sorted((s.job_id, s.queue, s.actor, s.number) for s in sent) == sorted(
-        (j.id, j.queue, j.type, j.delivery) for j in jobs.values()
+        (j.id, j.queue, j.type, j.message_number) for j in jobs.values()
     )
     assert all(s.eta_ms is None for s in sent)  # the first delay of the schedule is 0: at once
 

@@ -42,7 +42,6 @@ from sqlalchemy.exc import TimeoutError as SaPoolTimeout
 from gatehouse import metrics
 from gatehouse import progress as P
 from gatehouse import run_decision as rd
-from gatehouse.dispatch import Dispatcher
 from gatehouse.errors import JobPaused, PermanentJobError, RetryLater
 from gatehouse.gate import RedisGate, job_of, owner
 from gatehouse.job_types import JobType, Policies, outcome_event
@@ -90,7 +89,6 @@ class JobRuntime(Middleware):
         jobs: JobStore,
         gate: RedisGate,
         pauses: AccountPauses,
-        dispatcher: Dispatcher,
         modules: ModuleStates,
         policies: Policies,
         leases: LeaseKeeper,
@@ -99,7 +97,7 @@ class JobRuntime(Middleware):
         gate_timings: GateTimings,
     ) -> None:
         self.uow, self.jobs, self.gate, self.pauses = uow, jobs, gate, pauses
-        self.dispatcher, self.modules, self.policies = dispatcher, modules, policies
+        self.modules, self.policies = modules, policies
         self.leases, self.wb_access = leases, wb_access
         self.timings, self.g = timings, gate_timings
 
@@ -141,22 +139,22 @@ class JobRuntime(Middleware):
         transition = rd.decide(facts, self.policies.of(job_type), outcome, self.timings, current_millis())
         self._apply(ctx, transition, job_type)
 
-    def _put_back(self, job_type: JobType, job_id: str, number: int, delay_ms: int, why: str) -> None:
-        """The message again, later and unchanged: it was not claimed, so the row still waits for it."""
-        message = JobMessage(
-            uuid.UUID(job_id), job_type.queue, job_type.name, number, current_millis() + delay_ms
-        )
-        try:
-            self.dispatcher.send(message)
-        except RedisError:
-            log.warning("could not put back the message of job %s (%s); reconciliation will", job_id, why)
+    def _put_back(self, job_type: JobType, job_id: str, number: int, delay_ms: int) -> None:
+        """The message again, later and unchanged: it was not claimed, so the row still waits for it.
+
+        Sent like every other (a unit of work with nothing to commit); if Redis fails,
+        reconciliation sends it.
+        """
+        eta_ms = current_millis() + delay_ms
+        with self.uow.autocommit() as tx:
+            tx.record(JobMessage(uuid.UUID(job_id), job_type.queue, job_type.name, number, eta_ms))
 
     def _module_off(self, job_type: JobType, job_id: str, number: int) -> bool:
         """A message prefetched before its module went off goes back unclaimed (gatehouse_worker.modules)."""
         module = module_of_queue(job_type.queue)
         if module is None or self.modules.state(module.name).on:
             return False
-        self._put_back(job_type, job_id, number, MODULE_OFF_RETRY_MS, f"module {module.name} is off")
+        self._put_back(job_type, job_id, number, MODULE_OFF_RETRY_MS)
         return True
 
     def _claim(self, job_type: JobType, job_id: str, number: int) -> Claim | None:
@@ -170,7 +168,7 @@ class JobRuntime(Middleware):
             )
         except DB_DOWN:
             log.warning("cannot claim job %s: PostgreSQL unavailable; again in %d ms", job_id, CLAIM_RETRY_MS)
-            self._put_back(job_type, job_id, number, CLAIM_RETRY_MS, "PostgreSQL unavailable")
+            self._put_back(job_type, job_id, number, CLAIM_RETRY_MS)
             return None
         if claim is None:
             log.debug("message %d of job %s is stale or a duplicate; dropped", number, job_id)

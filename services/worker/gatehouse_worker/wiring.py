@@ -73,7 +73,6 @@ def job_runtime(c: Components) -> JobRuntime:
         jobs=c.jobs,
         gate=c.gate,
         pauses=c.pauses,
-        dispatcher=c.dispatcher,
         modules=c.modules,
         policies=c.policies,
         leases=leases,
