@@ -33,7 +33,7 @@ from gatehouse.dispatch import Dispatcher
 from gatehouse.events import EventBus
 from gatehouse.gate import RedisGate
 from gatehouse.handlers import JobHandlers
-from gatehouse.job_types import WEBHOOK_DELIVER, Policies
+from gatehouse.job_types import WEBHOOK_DELIVER, Policies, webhook_retry
 from gatehouse.jobs import JobStore
 from gatehouse.modules import ModuleStates
 from gatehouse.notifications import NotificationStore
@@ -149,7 +149,7 @@ def bootstrap(
     bus = EventBus(emits=modules.emits)
     dispatcher = Dispatcher(broker)
     uow = UnitOfWork(engine, statements, bus, dispatcher.send)
-    policies = Policies(settings)
+    policies = Policies({WEBHOOK_DELIVER.name: webhook_retry(settings.webhook_retry_schedule_ms)})
     jobs = JobStore(statements, policies)
     # Every Redis key of this deployment starts with its namespace, as Dramatiq's do (below).
     prefix = settings.broker_namespace

@@ -9,7 +9,7 @@ never a new code path.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,8 +68,6 @@ class JobType:
     tier: Tier = "user"
     retry: RetryPolicy = ONCE
     gate: GateSpec | None = field(default=None)
-    # A policy that is a setting (WEBHOOK_RETRY_SCHEDULE_MS): built from the settings, else ``retry``.
-    retry_from: Callable[[Any], RetryPolicy] | None = field(default=None, compare=False)
     # The domain events its outcome raises: "<emits>.completed" / "<emits>.failed", in the
     # transaction that writes the outcome (gatehouse.events), e.g. "wb.job".
     emits: str | None = None
@@ -78,25 +76,19 @@ class JobType:
         if self.gate is not None and self.gate.tier != self.tier:
             raise ValueError(f"{self.name}: its gate tier {self.gate.tier!r} is not its tier {self.tier!r}")
 
-    def policy(self, settings: Any) -> RetryPolicy:
-        return self.retry_from(settings) if self.retry_from else self.retry
-
 
 REGISTRY: dict[str, JobType] = {}
 
 
 class Policies:
-    """The retry policy of each job type as this deployment runs it (some are settings)."""
+    """The retry policy of each job type as this deployment runs it: its declared ``retry``, or the
+    one the settings give it (the composition root passes ``configured``, e.g. the webhooks')."""
 
-    def __init__(self, settings: Any) -> None:
-        self._settings = settings
-        self._resolved: dict[str, RetryPolicy] = {}
+    def __init__(self, configured: dict[str, RetryPolicy] | None = None) -> None:
+        self._configured = configured or {}
 
     def of(self, job_type: JobType) -> RetryPolicy:
-        policy = self._resolved.get(job_type.name)
-        if policy is None:
-            policy = self._resolved[job_type.name] = job_type.policy(self._settings)
-        return policy
+        return self._configured.get(job_type.name, job_type.retry)
 
 
 def register(job_type: JobType) -> JobType:
@@ -183,21 +175,16 @@ CATALOG_BULK_OPERATION = register(
 
 # Webhooks: one job per series of attempts of a delivery (a replay is a new series),
 # on the schedule of WEBHOOK_RETRY_SCHEDULE_MS — its first delay is the wait before
-# attempt 1 (0: at once), the others the waits between attempts.
+# attempt 1 (0: at once), the others the waits between attempts (``webhook_retry``,
+# given to ``Policies`` by the composition root).
 WEBHOOK_QUEUE = "webhook.deliver"
 
 
-def webhook_retry(settings: Any) -> RetryPolicy:
-    return RetryPolicy.schedule(*settings.webhook_retry_schedule_ms[1:])
+def webhook_retry(schedule_ms: Sequence[int]) -> RetryPolicy:
+    return RetryPolicy.schedule(*schedule_ms[1:])
 
 
-WEBHOOK_DELIVER = register(
-    JobType(
-        "webhook.deliver",
-        queue=WEBHOOK_QUEUE,
-        retry_from=webhook_retry,
-    )
-)
+WEBHOOK_DELIVER = register(JobType("webhook.deliver", queue=WEBHOOK_QUEUE))
 # "Replay all dead since …" of one endpoint: one job that queues a new series for each.
 WEBHOOK_REPLAY = register(
     JobType("webhook.replay", queue=WEBHOOK_QUEUE, retry=RetryPolicy.exponential(3, 10_000))

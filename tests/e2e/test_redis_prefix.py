@@ -104,7 +104,9 @@ def test_every_key_a_working_deployment_writes_starts_with_its_namespace(
     processes, sandbox, stack, receiver, keys
 ):
     # Given a worker, an API and a scheduler of the deployment, all in namespace PREFIX
-    receiver.secrets.append(stack.webhooks.create_endpoint(receiver.url).secret)
+    receiver.secrets.append(
+        stack.webhook_handlers.create_endpoint(receiver.url, event_types=None, description="").secret
+    )
     env = {"BROKER_NAMESPACE": PREFIX, "WEBHOOK_ALLOWED_HOSTS": ALLOW}
     processes.start("scheduler", "gatehouse-scheduler", env={**env, "SCHEDULES": ONLY_ADS_EVERY_MINUTE})
     worker_env = {

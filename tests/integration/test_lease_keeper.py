@@ -46,7 +46,14 @@ def test_a_gate_heartbeat_shorter_than_the_liveness_beat_keeps_the_gate(settings
             first_wait_ms=0,
         )  # fmt: skip
         assert acquired.proceed
-        access = WbAccess(s, gh.accounts, gh.buckets, gh.wb_limits, max_sleep_ms=s.wb_bucket_max_sleep_ms)
+        access = WbAccess(
+            s.wb_host,
+            s.wb_timeout_ms,
+            gh.accounts,
+            gh.buckets,
+            gh.wb_limits,
+            max_sleep_ms=s.wb_bucket_max_sleep_ms,
+        )
         ctx = JobContext(claim=claim, jobs=gh.jobs, wb_access=access, poll_delay_ms=s.gate_poll_delay_ms)
         keeper.add(ctx)
         keeper.holds_gate(ctx, str(account), me)

@@ -42,7 +42,14 @@ def claimed(gh):
     job, _ = gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=account, payload={})
     claim = gh.jobs.claim(job.id, 1, 60_000, start=True)
     s = gh.settings
-    access = WbAccess(s, gh.accounts, gh.buckets, gh.wb_limits, max_sleep_ms=s.wb_bucket_max_sleep_ms)
+    access = WbAccess(
+        s.wb_host,
+        s.wb_timeout_ms,
+        gh.accounts,
+        gh.buckets,
+        gh.wb_limits,
+        max_sleep_ms=s.wb_bucket_max_sleep_ms,
+    )
     return account, JobContext(
         claim=claim, jobs=gh.jobs, wb_access=access, poll_delay_ms=s.gate_poll_delay_ms
     )

@@ -26,7 +26,6 @@ from gatehouse.errors import JobPaused
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Claim, JobStore
 from gatehouse.progress import RATE_LIMITED, WAITING_ACCOUNT
-from gatehouse.settings import Settings
 from gatehouse.wb.client import WbClient
 from gatehouse.wb.limits import Limit
 
@@ -35,7 +34,8 @@ from gatehouse.wb.limits import Limit
 class WbAccess:
     """What a WB-heavy job needs to call WB for its account: the token, the account's buckets, the limits."""
 
-    settings: Settings  # the WB hosts and timeouts (WbClient)
+    host: Callable[[str], str]  # a WB service's base URL (Settings.wb_host)
+    timeout_ms: int  # WB_TIMEOUT_MS
     accounts: Accounts
     buckets: RedisTokenBucket
     limits: dict[str, Limit]
@@ -63,8 +63,9 @@ class JobContext:
         """The WB client of this job's account; every call first checks the job still holds its lease."""
         access = self.wb_access
         return WbClient(
-            access.settings,
+            access.host,
             access.accounts.wb_token(self.job.account_id),
+            timeout_ms=access.timeout_ms,
             job_id=str(self.job.id),
             run=self.claim.claims,
             before_call=self.before_wb_call,

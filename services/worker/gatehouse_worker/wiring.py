@@ -76,7 +76,14 @@ def job_runtime(c: Components) -> JobRuntime:
         modules=c.modules,
         policies=c.policies,
         leases=leases,
-        wb_access=WbAccess(s, c.accounts, c.buckets, c.wb_limits, max_sleep_ms=s.wb_bucket_max_sleep_ms),
+        wb_access=WbAccess(
+            s.wb_host,
+            s.wb_timeout_ms,
+            c.accounts,
+            c.buckets,
+            c.wb_limits,
+            max_sleep_ms=s.wb_bucket_max_sleep_ms,
+        ),
         timings=rd.Timings.from_settings(s),
         gate_timings=GateTimings(
             enabled=s.gate_enabled,

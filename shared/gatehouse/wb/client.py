@@ -15,7 +15,6 @@ from typing import Any
 
 import httpx
 
-from gatehouse.settings import Settings
 from gatehouse.wb.errors import (
     WbBadRequest,
     WbForbidden,
@@ -49,22 +48,23 @@ RUN_HEADER = "X-Gatehouse-Run"  # ...and to one run (claim) of it: a retry or re
 class WbClient:
     def __init__(
         self,
-        settings: Settings,
+        host: Callable[[str], str],
         token: str,
         *,
+        timeout_ms: int,
         job_id: str | None = None,
         run: int | None = None,
         before_call: Callable[[str], None] | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.settings = settings
+        self.host = host  # a WB service's base URL (Settings.wb_host)
         self.before_call = before_call or (lambda bucket: None)
         headers = {"Authorization": token, "Accept": "application/json"}
         if job_id:
             headers[JOB_HEADER] = job_id
         if run is not None:
             headers[RUN_HEADER] = str(run)
-        self.http = httpx.Client(headers=headers, timeout=settings.wb_timeout_ms / 1000, transport=transport)
+        self.http = httpx.Client(headers=headers, timeout=timeout_ms / 1000, transport=transport)
 
     def close(self) -> None:
         self.http.close()
@@ -78,7 +78,7 @@ class WbClient:
     def call(self, endpoint: Endpoint, *, params: dict | None = None, body: dict | None = None) -> Any:
         """The decoded JSON answer, or None for 204 No Content."""
         self.before_call(endpoint.bucket)
-        url = self.settings.wb_host(endpoint.service) + endpoint.path
+        url = self.host(endpoint.service) + endpoint.path
         try:
             response = self.http.request(endpoint.method, url, params=params, json=body)
         except httpx.TimeoutException as exc:
