@@ -8,8 +8,8 @@ import uuid
 from gatehouse.composition import bootstrap
 from gatehouse.gate import owner
 from gatehouse.job_types import IMPORT_USER_FEEDS
-from gatehouse_worker.leases import Beats, LeaseKeeper
-from gatehouse_worker.runtime import JobContext, WbAccess
+from gatehouse_worker.runtime import JobContext
+from gatehouse_worker.wiring import job_runtime, lease_keeper
 
 
 def test_a_gate_heartbeat_shorter_than_the_liveness_beat_keeps_the_gate(settings, clean):
@@ -21,20 +21,7 @@ def test_a_gate_heartbeat_shorter_than_the_liveness_beat_keeps_the_gate(settings
         )
     )
     s = gh.settings
-    keeper = LeaseKeeper(
-        gh.jobs,
-        gh.gate,
-        gh.liveness,
-        gh.job_handlers.requeue_orphans,
-        Beats(
-            worker_heartbeat_ms=s.worker_heartbeat_ms,
-            job_heartbeat_ms=s.job_heartbeat_ms,
-            job_lease_ms=s.job_lease_ms,
-            gate_heartbeat_ms=s.gate_heartbeat_ms,
-            gate_lease_ms=s.gate_lease_ms,
-        ),
-        "test-worker",
-    )
+    keeper = lease_keeper(gh, "test-worker")
     try:
         account = uuid.uuid4()
         with gh.uow.autocommit() as tx:
@@ -46,14 +33,7 @@ def test_a_gate_heartbeat_shorter_than_the_liveness_beat_keeps_the_gate(settings
             first_wait_ms=0,
         )  # fmt: skip
         assert acquired.proceed
-        access = WbAccess(
-            s.wb_host,
-            s.wb_timeout_ms,
-            gh.accounts,
-            gh.buckets,
-            gh.wb_limits,
-            max_sleep_ms=s.wb_bucket_max_sleep_ms,
-        )
+        access = job_runtime(gh).wb_access
         ctx = JobContext(claim=claim, jobs=gh.jobs, wb_access=access, poll_delay_ms=s.gate_poll_delay_ms)
         keeper.add(ctx)
         keeper.holds_gate(ctx, str(account), me)

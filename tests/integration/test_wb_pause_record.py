@@ -16,7 +16,7 @@ from gatehouse.errors import JobPaused
 from gatehouse.job_types import IMPORT_USER_FEEDS
 from gatehouse.wb import pauses
 from gatehouse.wb.errors import WbRateLimited
-from gatehouse_worker.runtime import JobContext, WbAccess
+from gatehouse_worker.runtime import JobContext
 from gatehouse_worker.wiring import job_runtime
 
 
@@ -41,17 +41,9 @@ def claimed(gh):
     account = gh.accounts.create("Shop", "token").id
     job, _ = gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=account, payload={})
     claim = gh.jobs.claim(job.id, 1, 60_000, start=True)
-    s = gh.settings
-    access = WbAccess(
-        s.wb_host,
-        s.wb_timeout_ms,
-        gh.accounts,
-        gh.buckets,
-        gh.wb_limits,
-        max_sleep_ms=s.wb_bucket_max_sleep_ms,
-    )
+    access = job_runtime(gh).wb_access  # what the worker gives its runs
     return account, JobContext(
-        claim=claim, jobs=gh.jobs, wb_access=access, poll_delay_ms=s.gate_poll_delay_ms
+        claim=claim, jobs=gh.jobs, wb_access=access, poll_delay_ms=gh.settings.gate_poll_delay_ms
     )
 
 

@@ -52,9 +52,9 @@ QUIET_QUEUES = frozenset(
 )
 
 
-def job_runtime(c: Components) -> JobRuntime:
+def lease_keeper(c: Components, worker: str) -> LeaseKeeper:
     s = c.settings
-    leases = LeaseKeeper(
+    return LeaseKeeper(
         c.jobs,
         c.gate,
         c.liveness,
@@ -66,8 +66,13 @@ def job_runtime(c: Components) -> JobRuntime:
             gate_heartbeat_ms=s.gate_heartbeat_ms,
             gate_lease_ms=s.gate_lease_ms,
         ),
-        process_name(),
+        worker,
     )
+
+
+def job_runtime(c: Components) -> JobRuntime:
+    s = c.settings
+    leases = lease_keeper(c, process_name())
     return JobRuntime(
         uow=c.uow,
         jobs=c.jobs,
