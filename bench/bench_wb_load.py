@@ -34,7 +34,7 @@ def run(settings, sandbox) -> dict[str, float]:
         conn.execute(text("TRUNCATE jobs, accounts CASCADE"))
     gh.redis.flushdb()
     sandbox.reset()
-    accounts = [gh.accounts.create(s, s).id for s in SELLERS]
+    accounts = [gh.account_handlers.create_account(s, s).id for s in SELLERS]
     start = time.perf_counter()
     with running_worker(gh.broker, threads=8):
         period = {"dateFrom": "2026-09-01", "dateTo": "2026-11-29"}

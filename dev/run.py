@@ -56,7 +56,7 @@ def seed_demo_account(env: dict[str, str]) -> None:
     )
     try:
         if not gh.accounts.active_ids():
-            account = gh.accounts.create("Демо-кабинет", "demo-seller")
+            account = gh.account_handlers.create_account("Демо-кабинет", "demo-seller")
             print(f"demo account:     {account.id} (WB sandbox seller demo-seller)")
     finally:
         gh.close()

@@ -9,6 +9,7 @@ import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, text
 
@@ -19,6 +20,9 @@ from gatehouse.errors import ConfigurationError, NotFound
 from gatehouse.models import Account
 from gatehouse.paging import newest_first
 from gatehouse.users import USER_KEY_PREFIX, Users
+
+if TYPE_CHECKING:
+    from gatehouse.uow import Tx
 
 KEY_PREFIX = "ghk_"
 
@@ -96,16 +100,15 @@ class Accounts:
             raise ConfigurationError("TOKEN_ENCRYPTION_KEY is not set: WB tokens cannot be stored or read")
         return self._cipher
 
-    def create(self, name: str, wb_token: str) -> Account:
+    def create(self, tx: Tx, name: str, wb_token: str) -> Account:
         params = {"id": uuid.uuid4(), "name": name, "token": self.cipher.encrypt(wb_token)}
-        with self.engine.begin() as conn:
-            row = conn.execute(
-                text(
-                    "INSERT INTO accounts (id, name, wb_token_encrypted) VALUES (:id, :name, :token) "
-                    f"RETURNING {ACCOUNT_COLUMNS}"
-                ),
-                params,
-            ).one()
+        row = tx.conn.execute(
+            text(
+                "INSERT INTO accounts (id, name, wb_token_encrypted) VALUES (:id, :name, :token) "
+                f"RETURNING {ACCOUNT_COLUMNS}"
+            ),
+            params,
+        ).one()
         return Account(**row._mapping)
 
     def get(self, account_id: uuid.UUID) -> Account:
@@ -148,15 +151,18 @@ class Accounts:
         with self.engine.connect() as conn:
             return [AccountListing(*row) for row in conn.execute(text(sql), params)]
 
-    def issue_key(self, account_id: uuid.UUID) -> str:
+    def issue_key(self, tx: Tx, account_id: uuid.UUID) -> str:
         """A new account-scoped key; only its hash is kept, so this is the one time it is seen."""
-        self.get(account_id)
         key_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
-        with self.engine.begin() as conn:
-            conn.execute(
-                text("INSERT INTO api_keys (id, account_id, secret_sha256) VALUES (:id, :account, :sha)"),
-                {"id": key_id, "account": account_id, "sha": _sha256(secret)},
-            )
+        inserted = tx.conn.execute(
+            text(
+                "INSERT INTO api_keys (id, account_id, secret_sha256) "
+                "SELECT :id, a.id, :sha FROM accounts a WHERE a.id = :account"
+            ),
+            {"id": key_id, "account": account_id, "sha": _sha256(secret)},
+        ).rowcount
+        if not inserted:
+            raise NotFound(f"account {account_id} not found")
         return f"{KEY_PREFIX}{key_id}_{secret}"
 
     def authenticate(self, token: str) -> Principal | None:

@@ -32,11 +32,12 @@ from gatehouse.db import pool as statements_pool
 from gatehouse.dispatch import Dispatcher
 from gatehouse.events import EventBus
 from gatehouse.gate import RedisGate
-from gatehouse.handlers import JobHandlers
+from gatehouse.handlers import AccountHandlers, JobHandlers, ModuleHandlers
 from gatehouse.job_types import WEBHOOK_DELIVER, Policies, webhook_retry
 from gatehouse.jobs import JobStore
 from gatehouse.modules import ModuleStates
 from gatehouse.notifications import NotificationStore
+from gatehouse.notifications.handlers import NotificationHandlers
 from gatehouse.schedules import ScheduleRuns
 from gatehouse.search import SearchStore
 from gatehouse.settings import Settings
@@ -100,6 +101,9 @@ class Components:
     liveness: Liveness
     schedule_runs: ScheduleRuns
     job_handlers: JobHandlers
+    account_handlers: AccountHandlers
+    module_handlers: ModuleHandlers
+    notification_handlers: NotificationHandlers
     catalog_handlers: CatalogHandlers
     webhook_handlers: WebhookHandlers
     sweep_handlers: SweepHandlers
@@ -144,6 +148,13 @@ def bootstrap(
         lambda: statements_pool(settings.libpq_url, size=2 * settings.db_pool_size, timeout_s=5)
     )
     cipher = TokenCipher(settings) if settings.token_encryption_key else None
+    accounts = Accounts(
+        engine,
+        statements,
+        cipher,
+        settings.admin_token.get_secret_value() if settings.admin_token else None,
+        users,
+    )
     modules = ModuleStates(engine)
     # Domain events: raised in the changes' units of work; not while their module is off.
     bus = EventBus(emits=modules.emits)
@@ -182,13 +193,7 @@ def bootstrap(
         uow=uow,
         policies=policies,
         jobs=jobs,
-        accounts=Accounts(
-            engine,
-            statements,
-            cipher,
-            settings.admin_token.get_secret_value() if settings.admin_token else None,
-            users,
-        ),
+        accounts=accounts,
         users=users,
         gate=gate,
         buckets=RedisTokenBucket(redis, prefix=prefix),
@@ -205,6 +210,9 @@ def bootstrap(
         liveness=Liveness(redis, prefix=prefix, ttl_ms=settings.worker_dead_after_ms),
         schedule_runs=ScheduleRuns(redis, prefix=prefix),
         job_handlers=JobHandlers(uow, jobs, gate, dispatcher, reconcile_grace_ms=settings.reconcile_grace_ms),
+        account_handlers=AccountHandlers(uow, accounts, users),
+        module_handlers=ModuleHandlers(uow, modules),
+        notification_handlers=NotificationHandlers(uow, notifications),
         catalog_handlers=CatalogHandlers(
             uow,
             catalog,

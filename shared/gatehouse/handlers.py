@@ -1,6 +1,7 @@
-"""The job runtime's use cases: submit, retry and cancel a job, reconcile, requeue the runs of the dead.
+"""The core's use cases: the job runtime's (submit, retry and cancel a job, reconcile, requeue the
+runs of the dead), accounts' and staff users' (create them, issue their keys), and modules' switches.
 
-Handlers are one small class per domain (this module for the job runtime,
+Handlers are one small class per domain (this module for the core,
 ``<domain>/handlers.py`` for the others), built once by the composition root
 with the narrow collaborators they use and called by routes, console actions,
 job bodies, ticks and CLIs. Each use case opens its own unit of work
@@ -18,11 +19,15 @@ from redis import RedisError
 
 from gatehouse import job_types as jt
 from gatehouse import progress as P
+from gatehouse.accounts import Accounts
 from gatehouse.dispatch import Dispatcher
 from gatehouse.gate import RedisGate, owner
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Accepted, JobRecord, JobStore
+from gatehouse.models import Account
+from gatehouse.modules import ModuleState, ModuleStates
 from gatehouse.uow import UnitOfWork
+from gatehouse.users import UserRecord, Users
 
 log = logging.getLogger(__name__)
 
@@ -128,3 +133,50 @@ class JobHandlers:
         if sent:
             log.info("reconciliation re-enqueued %d job(s)", sent)
         return sent
+
+
+class AccountHandlers:
+    """Seller accounts and staff users: create them, issue their API keys (each key shown once)."""
+
+    def __init__(self, uow: UnitOfWork, accounts: Accounts, users: Users) -> None:
+        self.uow, self.accounts, self.users = uow, accounts, users
+
+    def create_account(self, name: str, wb_token: str) -> Account:
+        """The WB token is stored encrypted (ConfigurationError without TOKEN_ENCRYPTION_KEY)."""
+        with self.uow.begin() as tx:
+            return self.accounts.create(tx, name, wb_token)
+
+    def issue_account_key(self, account_id: uuid.UUID) -> str:
+        """Raises NotFound for an unknown account."""
+        with self.uow.begin() as tx:
+            return self.accounts.issue_key(tx, account_id)
+
+    def create_user(self, email: str, name: str, role: str = "admin") -> UserRecord:
+        """Raises ValidationFailed (role, email, name), or Conflict when the e-mail is taken."""
+        with self.uow.begin() as tx:
+            return self.users.create(tx, email, name, role)
+
+    def issue_user_key(self, user_id: uuid.UUID) -> str:
+        """Raises NotFound for an unknown user."""
+        with self.uow.begin() as tx:
+            return self.users.issue_key(tx, user_id)
+
+
+class ModuleHandlers:
+    """An operator's switch of a module (its routes, consumers and events follow it)."""
+
+    def __init__(self, uow: UnitOfWork, modules: ModuleStates) -> None:
+        self.uow, self.modules = uow, modules
+
+    def set_module(
+        self, name: str, *, enabled: bool | None = None, installed: bool | None = None, by: str
+    ) -> ModuleState:
+        """Install/uninstall, enable/disable ``name`` (None leaves it as is); NotFound for an unknown module.
+
+        This process sees the change at once; the others within REFRESH_S.
+        """
+        with self.uow.begin() as tx:
+            state = self.modules.set(tx, name, enabled=enabled, installed=installed, by=by)
+        # Expired after the commit, not in the transaction: a read in between would cache the old row.
+        self.modules.expire()
+        return state

@@ -22,11 +22,15 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Column, DateTime, Engine, text
 from sqlmodel import Field, SQLModel
 
 from gatehouse.errors import GatehouseError, NotFound
+
+if TYPE_CHECKING:
+    from gatehouse.uow import Tx
 
 REFRESH_S = 0.5  # a change reaches every process within about this long (plus one read)
 
@@ -138,22 +142,25 @@ class ModuleStates:
         return module is None or self.state(module.name).on
 
     def set(
-        self, name: str, *, enabled: bool | None = None, installed: bool | None = None, by: str
+        self, tx: Tx, name: str, *, enabled: bool | None = None, installed: bool | None = None, by: str
     ) -> ModuleState:
+        """Write the module's row in ``tx``; once it commits, ``expire`` lets this process see it."""
         if name not in MODULES:
             raise NotFound(f"no module {name!r} (modules: {', '.join(MODULES)})")
-        with self.engine.begin() as conn:
-            row = conn.execute(
-                text(
-                    "INSERT INTO module_registrations (name, installed, enabled, updated_by) "
-                    "VALUES (:name, coalesce(:installed, true), coalesce(:enabled, true), :by) "
-                    "ON CONFLICT (name) DO UPDATE SET "
-                    "installed = coalesce(:installed, module_registrations.installed), "
-                    "enabled = coalesce(:enabled, module_registrations.enabled), "
-                    f"updated_by = :by, updated_at = now() RETURNING {COLUMNS}"
-                ),
-                {"name": name, "installed": installed, "enabled": enabled, "by": by},
-            ).one()
-        with self._lock:
-            self._read_at = 0.0  # this process sees its own change at once
+        row = tx.conn.execute(
+            text(
+                "INSERT INTO module_registrations (name, installed, enabled, updated_by) "
+                "VALUES (:name, coalesce(:installed, true), coalesce(:enabled, true), :by) "
+                "ON CONFLICT (name) DO UPDATE SET "
+                "installed = coalesce(:installed, module_registrations.installed), "
+                "enabled = coalesce(:enabled, module_registrations.enabled), "
+                f"updated_by = :by, updated_at = now() RETURNING {COLUMNS}"
+            ),
+            {"name": name, "installed": installed, "enabled": enabled, "by": by},
+        ).one()
         return ModuleState(*row)
+
+    def expire(self) -> None:
+        """The next read goes to the table (after a change commits, so this process sees it at once)."""
+        with self._lock:
+            self._read_at = 0.0

@@ -15,12 +15,16 @@ import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import CheckConstraint, Column, DateTime, Engine, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 from gatehouse.db import one_or_404
 from gatehouse.errors import Conflict, NotFound, ValidationFailed
+
+if TYPE_CHECKING:
+    from gatehouse.uow import Tx
 
 USER_KEY_PREFIX = "ghu_"
 ROLES = ("admin",)
@@ -88,20 +92,19 @@ class Users:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def create(self, email: str, name: str, role: str = "admin") -> UserRecord:
+    def create(self, tx: Tx, email: str, name: str, role: str = "admin") -> UserRecord:
         if role not in ROLES:
             raise ValidationFailed(f"role must be one of {', '.join(ROLES)}", field="role")
         email = normalize_email(email)
         if "\x00" in name or not name.strip() or len(name) > NAME_MAX:
             raise ValidationFailed(f"name must be 1 to {NAME_MAX} visible characters", field="name")
-        with self.engine.begin() as conn:
-            row = conn.execute(
-                text(
-                    "INSERT INTO users (id, email, name, role) VALUES (:id, :email, :name, :role) "
-                    f"ON CONFLICT (email) DO NOTHING RETURNING {COLUMNS}"
-                ),
-                {"id": uuid.uuid4(), "email": email, "name": name, "role": role},
-            ).one_or_none()
+        row = tx.conn.execute(
+            text(
+                "INSERT INTO users (id, email, name, role) VALUES (:id, :email, :name, :role) "
+                f"ON CONFLICT (email) DO NOTHING RETURNING {COLUMNS}"
+            ),
+            {"id": uuid.uuid4(), "email": email, "name": name, "role": role},
+        ).one_or_none()
         if row is None:
             raise Conflict(f"a user with email {email} already exists", field="email")
         return UserRecord(*row)
@@ -117,17 +120,16 @@ class Users:
                 )
             )
 
-    def issue_key(self, user_id: uuid.UUID) -> str:
+    def issue_key(self, tx: Tx, user_id: uuid.UUID) -> str:
         """A new key of this user; only its hash is kept, so this is the one time it is seen."""
         key_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
-        with self.engine.begin() as conn:
-            inserted = conn.execute(
-                text(
-                    "INSERT INTO user_api_keys (id, user_id, secret_sha256) "
-                    "SELECT :id, u.id, :sha FROM users u WHERE u.id = :user_id"
-                ),
-                {"id": key_id, "user_id": user_id, "sha": _sha256(secret)},
-            ).rowcount
+        inserted = tx.conn.execute(
+            text(
+                "INSERT INTO user_api_keys (id, user_id, secret_sha256) "
+                "SELECT :id, u.id, :sha FROM users u WHERE u.id = :user_id"
+            ),
+            {"id": key_id, "user_id": user_id, "sha": _sha256(secret)},
+        ).rowcount
         if not inserted:
             raise NotFound(f"user {user_id} not found")
         return f"{USER_KEY_PREFIX}{key_id}_{secret}"

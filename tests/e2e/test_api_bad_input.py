@@ -51,7 +51,7 @@ def api(processes, gh):
 
 @pytest.fixture
 def account(gh) -> str:
-    return str(gh.accounts.create("Shop", "wb-secret").id)
+    return str(gh.account_handlers.create_account("Shop", "wb-secret").id)
 
 
 def chunks(data: bytes, size: int = 1000):

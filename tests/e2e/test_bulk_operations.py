@@ -82,7 +82,7 @@ def test_duplicated_messages_on_two_workers_patch_each_product_once_and_notify_o
     env = {"SMTP_URL": smtp.url, "MAIL_FROM": "Gatehouse <noreply@gh.test>"}
     processes.start("worker-a", "gatehouse-worker", "--processes", "1", "--threads", "4", env=env)
     processes.start("worker-b", "gatehouse-worker", "--processes", "1", "--threads", "4", env=env)
-    ala = gh.users.create("ala@example.com", "Ala")
+    ala = gh.account_handlers.create_user("ala@example.com", "Ala")
     products(gh, 2000)
     ids = [uuid.UUID(i) for i in all_ids(sql)]
     request = {"productIds": [str(i) for i in ids], "patch": PATCH}
@@ -196,7 +196,7 @@ def test_smtp_down_at_the_end_completes_the_operation_and_the_email_follows_when
     smtp = SmtpServer(free_port())  # nothing listens yet
     env = {"SMTP_URL": smtp.url, "RETRY_DELAY_SCALE": "0.01"}  # e-mail retries 0.3, 0.6, 1.2 … s apart
     processes.start("worker", "gatehouse-worker", "--processes", "1", "--threads", "2", env=env)
-    ala = gh.users.create("ala@example.com", "Ala")
+    ala = gh.account_handlers.create_user("ala@example.com", "Ala")
     products(gh, 60)
     ids = [uuid.UUID(i) for i in all_ids(sql)]
     # (its job's message is sent after the commit, by its unit of work)

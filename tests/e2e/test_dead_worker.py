@@ -41,7 +41,11 @@ def live_workers(gh) -> int:
 
 
 def submit(gh, job_type, seconds: float) -> uuid.UUID:
-    account_id = gh.accounts.create(f"acc-{uuid.uuid4().hex[:6]}", "token").id if job_type.gate else None
+    account_id = (
+        gh.account_handlers.create_account(f"acc-{uuid.uuid4().hex[:6]}", "token").id
+        if job_type.gate
+        else None
+    )
     return gh.job_handlers.submit(job_type, account_id=account_id, payload={"seconds": seconds})[0].id
 
 

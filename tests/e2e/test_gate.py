@@ -27,7 +27,7 @@ def worker(processes, name="worker", **env):
 
 
 def account(gh) -> uuid.UUID:
-    return gh.accounts.create(f"acc-{uuid.uuid4().hex[:6]}", "token").id
+    return gh.account_handlers.create_account(f"acc-{uuid.uuid4().hex[:6]}", "token").id
 
 
 def segments(gh) -> dict[str, list[dict]]:

@@ -75,7 +75,7 @@ def finished(gh, job_id: uuid.UUID):
 def test_a_notifications_email_is_received_exactly_once(gh, processes, smtp):
     # Given a staff user, a worker and a running SMTP server
     smtp.start()
-    user = gh.users.create("ala@example.com", "Ala Kowalska")
+    user = gh.account_handlers.create_user("ala@example.com", "Ala Kowalska")
     worker(processes, smtp)
 
     # When a notification is written and its message sent after commit
@@ -110,7 +110,7 @@ def test_a_notifications_email_is_received_exactly_once(gh, processes, smtp):
 def test_smtp_down_the_email_retries_and_is_delivered_once_the_server_is_up(gh, processes, smtp):
     # Given a worker pointed at a port where nothing listens (a wider retry ladder than FAST:
     # 300 ms, 0.6, 1.2, 2.4, 4.8 s, so the test has time to bring the server up)
-    user = gh.users.create("ala@example.com", "Ala")
+    user = gh.account_handlers.create_user("ala@example.com", "Ala")
     worker(processes, smtp, RETRY_DELAY_SCALE=str(300 / 30_000))
 
     # When a notification is written

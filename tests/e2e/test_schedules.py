@@ -29,7 +29,7 @@ def sandbox():
 
 
 def accounts(gh, n: int) -> list[uuid.UUID]:
-    return [gh.accounts.create(f"shop-{i}", f"seller-{i}").id for i in range(n)]
+    return [gh.account_handlers.create_account(f"shop-{i}", f"seller-{i}").id for i in range(n)]
 
 
 def jobs_of(sql, job_type: str) -> list:

@@ -70,7 +70,7 @@ def test_postgresql_down_is_503_naming_it(processes):
 def test_redis_down_is_503_naming_it(processes, gh):
     closed = f"redis://127.0.0.1:{free_port()}/0"
     _, api = processes.api(env={"BACKEND_ROLE": "api", "REDIS_URL": closed})
-    account = gh.accounts.create("Shop", "wb-secret").id
+    account = gh.account_handlers.create_account("Shop", "wb-secret").id
 
     for response in (
         httpx.get(f"{api}/v1/admin/schedules", headers=ADMIN),
@@ -135,7 +135,7 @@ def timed(call) -> tuple[httpx.Response, float]:
 def test_a_frozen_redis_delays_neither_a_post_nor_readiness(processes, gh, private_redis):
     server, url = private_redis
     _, api = processes.api(env={"BACKEND_ROLE": "api", "REDIS_URL": url})
-    account = gh.accounts.create("Shop", "wb-secret").id
+    account = gh.account_handlers.create_account("Shop", "wb-secret").id
     imports = f"{api}/v1/accounts/{account}/digitization/imports"
     # Warm both paths while Redis answers.
     assert httpx.post(imports, json=FEEDS, headers=ADMIN).status_code == 202

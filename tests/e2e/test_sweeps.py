@@ -196,7 +196,7 @@ def test_with_carts_off_the_cli_exits_2_printing_module_disabled_and_nothing_cha
     processes.start("worker", "gatehouse-worker", "--processes", "1", "--threads", "2", env=WORKER_ENV)
 
     for how in ({"installed": False}, {"installed": True, "enabled": False}):
-        gh.modules.set("carts", by="test", **how)
+        gh.module_handlers.set_module("carts", by="test", **how)
         for args in ((), ("--no-wait",)):
             refused = cli(process_env, *args)
             assert refused.returncode == 2, refused.stdout + refused.stderr

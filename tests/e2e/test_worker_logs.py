@@ -32,7 +32,7 @@ def gate_traffic(processes, gh, *worker_args: str):
         "worker", "gatehouse-worker", "--processes", "1", "--threads", "4", *worker_args,
         env={**GATE_ENV, "LOG_LEVEL": "INFO"},
     )  # fmt: skip
-    acc = gh.accounts.create(f"acc-{uuid.uuid4().hex[:6]}", "token").id
+    acc = gh.account_handlers.create_account(f"acc-{uuid.uuid4().hex[:6]}", "token").id
 
     # Given one job holding its account's gate long enough for another to park behind it more than once
     holder = gh.job_handlers.submit(GATED_USER_A, account_id=acc, payload={"seconds": 1.2})[0].id

@@ -148,7 +148,7 @@ def test_an_empty_selection_is_refused(gh):
 
 
 def test_the_requester_is_notified_once_when_a_queued_operation_ends_and_not_for_a_small_one(gh, sql):
-    ala = gh.users.create("ala@example.com", "Ala")
+    ala = gh.account_handlers.create_user("ala@example.com", "Ala")
     ids = products(gh, 60)
     request = {"productIds": [str(i) for i in ids], "patch": {"status": "active"}}
 

@@ -279,17 +279,17 @@ def test_attributes_create_list_patch(gh, sql):
 
 
 def test_a_users_email_is_unique_regardless_of_case(gh, sql):
-    user = gh.users.create("Ala@Example.com", "Ala")
+    user = gh.account_handlers.create_user("Ala@Example.com", "Ala")
     assert user.email == "ala@example.com" and user.role == "admin"
     with pytest.raises(Conflict) as err:
-        gh.users.create("ala@EXAMPLE.com", "Another Ala")
+        gh.account_handlers.create_user("ala@EXAMPLE.com", "Another Ala")
     assert err.value.field == "email"
     assert count(sql, "users") == 1
 
 
 def test_a_user_key_authenticates_as_its_user_and_is_stored_hashed(gh, sql):
-    user = gh.users.create("ola@example.com", "Ola")
-    key = gh.users.issue_key(user.id)
+    user = gh.account_handlers.create_user("ola@example.com", "Ola")
+    key = gh.account_handlers.issue_user_key(user.id)
 
     principal = gh.accounts.authenticate(key)
 
@@ -301,12 +301,12 @@ def test_a_user_key_authenticates_as_its_user_and_is_stored_hashed(gh, sql):
     assert gh.accounts.authenticate(key + "x") is None
     assert gh.accounts.authenticate("ghu_nope_nope") is None
     with pytest.raises(NotFound):
-        gh.users.issue_key(uuid.uuid4())
+        gh.account_handlers.issue_user_key(uuid.uuid4())
 
 
 def test_the_admin_token_and_account_keys_stay_as_they_were(gh, settings):
     admin = gh.accounts.authenticate(settings.admin_token.get_secret_value())
     assert admin.admin and admin.bootstrap and admin.user_id is None and admin.actor == "admin"
-    account = gh.accounts.create("Shop", "wb-token")
-    keyed = gh.accounts.authenticate(gh.accounts.issue_key(account.id))
+    account = gh.account_handlers.create_account("Shop", "wb-token")
+    keyed = gh.accounts.authenticate(gh.account_handlers.issue_account_key(account.id))
     assert not keyed.admin and keyed.account_id == account.id and keyed.user_id is None

@@ -189,7 +189,7 @@ def test_the_failures_json_answers_404_for_an_unknown_operation_and_422_for_a_fo
 def test_with_the_catalog_module_off_the_json_refuses_and_the_pages_say_so(client, cookie, wh):
     ids = products(wh, 3)
     op = operation(wh, ids, ProductPatch(name="X"), {"patch": {"name": "X"}})
-    wh.modules.set("catalog", enabled=False, by="test")
+    wh.module_handlers.set_module("catalog", enabled=False, by="test")
 
     refused = client.simulate_get(f"/v1/admin/catalog/bulk-operations/{op.id}/failures", headers=ADMIN)
     assert refused.status_code == 409 and refused.json["code"] == "MODULE_DISABLED"
@@ -413,7 +413,7 @@ def test_with_the_webhooks_module_off_pages_render_without_actions_and_actions_r
     d = delivery_of(wh, publish(wh))
     kill(wh, d.id)
     token = csrf(client, cookie)
-    wh.modules.set("webhooks", enabled=False, by="test")
+    wh.module_handlers.set_module("webhooks", enabled=False, by="test")
 
     for path in (
         "/console/webhooks/endpoints",

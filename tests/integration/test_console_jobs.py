@@ -48,7 +48,7 @@ def hold(gh, account_id, job_id, *, tier="user", at_ms=None) -> bool:
 
 def busy_account(gh, name="Busy shop"):
     """An account whose gate a running job holds, a second job of it waiting in line."""
-    account = gh.accounts.create(name, "token").id
+    account = gh.account_handlers.create_account(name, "token").id
     holder, _ = gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=account, payload={})
     gh.jobs.start(gh.jobs.claim(holder.id, 1, 60_000), P.stored(P.RUNNING))
     waiter, _ = gh.job_handlers.submit(IMPORT_USER_REPORT, account_id=account, payload={})
@@ -71,7 +71,7 @@ def busy_account(gh, name="Busy shop"):
 
 def test_the_accounts_page_shows_each_gate_and_marks_the_hot_account(client, cookie, gh):
     account, holder, waiter = busy_account(gh)
-    quiet = gh.accounts.create("Quiet shop", "token").id
+    quiet = gh.account_handlers.create_account("Quiet shop", "token").id
 
     html = page(client, cookie, "/console/accounts")
 
@@ -87,10 +87,10 @@ def test_the_accounts_page_shows_each_gate_and_marks_the_hot_account(client, coo
 
 def test_the_admin_accounts_api_is_the_same_reading(client, gh):
     account, holder, waiter = busy_account(gh)
-    paused = gh.accounts.create("Paused shop", "token").id
+    paused = gh.account_handlers.create_account("Paused shop", "token").id
     now = int(time.time() * 1000)
     gh.pauses.record(str(paused), uuid.uuid4(), at_ms=now, resume_at_ms=now + 5000, reason="wb-429")
-    gh.accounts.create("Quiet shop", "token")
+    gh.account_handlers.create_account("Quiet shop", "token")
 
     found = client.simulate_get("/v1/admin/accounts", headers=ADMIN).json
     by_id = {a["accountId"]: a for a in found["items"]}
@@ -169,7 +169,7 @@ def test_an_account_page_shows_its_gate_waiters_pauses_and_timeline(client, cook
 
 
 def test_an_account_named_like_a_script_is_text(client, cookie, gh):
-    account = gh.accounts.create(XSS, "token").id
+    account = gh.account_handlers.create_account(XSS, "token").id
     for path in ("/console/accounts", f"/console/accounts/{account}"):
         html = page(client, cookie, path)
         assert XSS not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
@@ -180,7 +180,7 @@ def test_an_account_named_like_a_script_is_text(client, cookie, gh):
 
 def test_the_admin_jobs_api_filters_and_pages_newest_first(client, gh, sql):
     _, holder, waiter = busy_account(gh)
-    other = gh.accounts.create("Other", "token").id
+    other = gh.account_handlers.create_account("Other", "token").id
     jobs = [
         gh.job_handlers.submit(t, account_id=other, payload={})[0].id
         for t in (IMPORT_USER_FEEDS, AUTOBIDDER_SYNC_USER)
@@ -282,7 +282,7 @@ def test_cancel_and_retry_from_the_console(client, cookie, gh):
 
 def test_a_job_page_takes_a_row_written_by_older_code(client, cookie, gh, sql):
     # progress without a reason, an error without a message: rows of earlier releases, or seeded
-    account = gh.accounts.create("Shop", "token").id
+    account = gh.account_handlers.create_account("Shop", "token").id
     job, _ = gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=account, payload={})
     sql(
         """UPDATE jobs SET state = 'failed', progress = '{"phase": "failed"}', error = '{"code": "wb-error"}',

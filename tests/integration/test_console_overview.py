@@ -56,7 +56,7 @@ def test_the_overview_shows_the_same_numbers_as_its_json_twin(client, cookie, gh
         add_job(sql, "wb-user", state)
     add_job(sql, "wb-user", "active", worker="host:1:abc")
     gh.liveness.beat("host:1:abc", WorkerBeat(threads=4, queues=("wb-user",)))
-    gh.modules.set("webhooks", enabled=False, by="test")
+    gh.module_handlers.set_module("webhooks", enabled=False, by="test")
 
     page = client.simulate_get("/console", headers=cookie)
     twin = client.simulate_get("/v1/admin/overview", headers=ADMIN)

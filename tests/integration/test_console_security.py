@@ -67,8 +67,8 @@ def test_behind_https_the_cookie_is_secure(client):
 
 
 def test_a_staff_key_signs_in_and_its_session_ends_with_the_key(client, gh, sql):
-    user = gh.users.create("ops@example.com", "Ops")
-    key = gh.users.issue_key(user.id)
+    user = gh.account_handlers.create_user("ops@example.com", "Ops")
+    key = gh.account_handlers.issue_user_key(user.id)
     response = sign_in(client, key)
     cookie = {"Cookie": f"{COOKIE}={response.cookies[COOKIE].value}"}
     assert client.simulate_get("/console/modules", headers=cookie).status_code == 200

@@ -65,7 +65,7 @@ def test_a_disabled_module_answers_409_and_an_uninstalled_one_404_both_module_di
 
 
 def test_authentication_comes_before_the_module_check(client, gh):
-    gh.modules.set("catalog", enabled=False, by="test")
+    gh.module_handlers.set_module("catalog", enabled=False, by="test")
     assert client.simulate_get("/v1/admin/catalog/products").status_code == 401
 
 
@@ -85,7 +85,7 @@ def test_another_process_sees_a_change_within_the_refresh(gh, settings):
     other = bootstrap(settings)
     try:
         assert other.modules.state("carts").on
-        gh.modules.set("carts", enabled=False, by="test")
+        gh.module_handlers.set_module("carts", enabled=False, by="test")
         deadline = time.monotonic() + REFRESH_S + 1
         while other.modules.state("carts").on:
             assert time.monotonic() < deadline, "the change did not arrive within a second"
@@ -107,11 +107,11 @@ def test_events_of_a_module_that_is_off_are_not_emitted(gh, sql):
             return len(tx.messages)
 
     assert publish("catalog.product.updated") == 1
-    gh.modules.set("catalog", enabled=False, by="test")
+    gh.module_handlers.set_module("catalog", enabled=False, by="test")
     assert publish("catalog.product.updated") == 0
     assert publish("wb.job.completed") == 1  # the WB side is not a module
     # webhooks off: deliveries are still recorded (sent once it is back on)
-    gh.modules.set("webhooks", enabled=False, by="test")
+    gh.module_handlers.set_module("webhooks", enabled=False, by="test")
     assert publish("wb.job.completed") == 1
 
 

@@ -21,7 +21,7 @@ def queued(gh) -> set[str]:
 
 @pytest.fixture
 def user(gh):
-    return gh.users.create("ala@example.com", "Ala")
+    return gh.account_handlers.create_user("ala@example.com", "Ala")
 
 
 def test_notify_writes_the_notification_and_its_email_job_in_the_callers_transaction(gh, sql, user):
@@ -100,7 +100,7 @@ def test_the_email_message_is_enqueued_after_commit(gh, user):
 
 def test_a_user_lists_their_notifications_newest_first_and_marks_one_read(gh, user):
     store = gh.notifications
-    other = gh.users.create("ola@example.com", "Ola")
+    other = gh.account_handlers.create_user("ola@example.com", "Ola")
     ids = []
     for title in ("first", "second", "third"):
         with gh.uow.begin() as tx:
@@ -114,16 +114,16 @@ def test_a_user_lists_their_notifications_newest_first_and_marks_one_read(gh, us
     assert [n.title for n in store.list_for_user(user.id, limit=1)] == ["third"]
 
     # When one is marked read, it keeps its first read time
-    read = store.mark_read(user.id, ids[0])
+    read = gh.notification_handlers.mark_read(user.id, ids[0])
     assert read.read_at is not None
-    assert store.mark_read(user.id, ids[0]).read_at == read.read_at
+    assert gh.notification_handlers.mark_read(user.id, ids[0]).read_at == read.read_at
     assert [n.read_at is not None for n in store.list_for_user(user.id)] == [False, False, True]
 
     # … and another user's notification is not found
     with pytest.raises(NotFound):
-        store.mark_read(user.id, theirs)
+        gh.notification_handlers.mark_read(user.id, theirs)
     with pytest.raises(NotFound):
-        store.mark_read(user.id, uuid.uuid4())
+        gh.notification_handlers.mark_read(user.id, uuid.uuid4())
     assert store.list_for_user(other.id)[0].read_at is None
 
 

@@ -108,7 +108,7 @@ def test_dead_letters_are_dramatiqs_dead_letter_set_and_the_dead_webhook_deliver
 
 
 def test_a_queue_whose_module_is_off_is_paused(gh):
-    gh.modules.set("webhooks", enabled=False, by="test")
+    gh.module_handlers.set_module("webhooks", enabled=False, by="test")
     queues = by_name(snapshot(gh, UP))
     assert queues[WEBHOOK_QUEUE].paused is True and queues[WEBHOOK_QUEUE].module == "webhooks"
     assert queues["catalog.bulk-operation"].paused is False

@@ -47,7 +47,7 @@ def keys_of(gh: Components) -> set[str]:
 
 def test_an_accounts_gate_held_in_one_deployment_is_free_in_the_other(stacks):
     a, b = stacks
-    account = str(a.accounts.create("Shop", "token").id)
+    account = str(a.account_handlers.create_account("Shop", "token").id)
     holder, waiter, other = (owner("wb-user", uuid.uuid4()) for _ in range(3))
     now = int(time.time() * 1000)
 

@@ -220,7 +220,7 @@ def test_one_live_reindex_at_a_time(gh):
 
 
 def test_a_reindex_of_an_empty_catalog_completes_and_notifies_its_requester(gh, sql):
-    ala = gh.users.create("ala@example.com", "Ala")
+    ala = gh.account_handlers.create_user("ala@example.com", "Ala")
     reindex, _ = start_reindex(gh, requester=ala.id)
     [batch] = [run_batch(gh, reindex.operation.id, 10, actor=str(ala.id))]
     assert batch.operation.status == "completed" and batch.operation.total == 0

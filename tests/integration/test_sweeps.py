@@ -329,7 +329,7 @@ def test_with_its_module_off_a_sweep_changes_nothing(gh, sql, events, sweep, mod
         "INSERT INTO rfqs (id, customer_ref, status, expires_at) VALUES (gen_random_uuid(), 'c', 'open', now())"
     )
     before = {t: statuses(sql, t) for t in ("carts", "price_lists", "rfqs")}
-    gh.modules.set(module, by="test", **how)
+    gh.module_handlers.set_module(module, by="test", **how)
 
     with pytest.raises(ModuleDisabled) as raised:
         gh.sweep_handlers.run(sweep)
@@ -344,7 +344,8 @@ def test_a_module_switched_off_mid_run_stops_the_sweep_between_batches(gh, sql):
     batch_size(gh, 50)
 
     run = gh.sweep_handlers.run(
-        "cart-abandonment", between_batches=lambda: gh.modules.set("carts", enabled=False, by="t")
+        "cart-abandonment",
+        between_batches=lambda: gh.module_handlers.set_module("carts", enabled=False, by="t"),
     )
 
     assert run.result() == {"abandoned": 50, "batches": 1, "stopped": "MODULE_DISABLED"}
@@ -382,7 +383,7 @@ def test_one_live_sweep_job_of_a_type_however_many_ask_at_once(gh, sql):
 
 
 def test_a_single_job_tick_makes_one_job_and_none_while_its_module_is_off(gh, sql):
-    gh.accounts.create("shop", "seller-1")  # accounts play no part in a single-job schedule
+    gh.account_handlers.create_account("shop", "seller-1")  # accounts play no part in a single-job schedule
     by_name = schedules({})
     tick = by_name["price-list-status"]
     assert (tick.per_account, tick.cron, tick.job_type) == (False, "*/5 * * * *", jt.PRICE_LIST_STATUS_SWEEP)
@@ -393,7 +394,7 @@ def test_a_single_job_tick_makes_one_job_and_none_while_its_module_is_off(gh, sq
     [job] = sql("SELECT type, queue, tier, account_id FROM jobs")
     assert tuple(job) == ("price_lists.status-sweep", "price_lists.sweep", "scheduled", None)
 
-    gh.modules.set("carts", enabled=False, by="test")
+    gh.module_handlers.set_module("carts", enabled=False, by="test")
     assert fan_out(by_name["cart-abandonment"], **ticks(gh)) == (0, 0)
     assert sql("SELECT count(*) FROM jobs WHERE type = 'carts.abandonment-sweep'")[0][0] == 0
 
@@ -432,8 +433,8 @@ def test_carts_are_created_read_and_touched_through_the_api(client, gh, sql):
     assert client.simulate_get(f"/v1/admin/carts/{cart['cartId']}", headers=ADMIN).json == cart
 
     # A staff user's key may do it too, and the PATCH is audited under the user
-    user = gh.users.create("ala@example.com", "Ala")
-    staff = {"Authorization": f"Bearer {gh.users.issue_key(user.id)}"}
+    user = gh.account_handlers.create_user("ala@example.com", "Ala")
+    staff = {"Authorization": f"Bearer {gh.account_handlers.issue_user_key(user.id)}"}
     patched = client.simulate_patch(
         f"/v1/admin/carts/{cart['cartId']}", json={"items": [{"sku": "CH-1", "quantity": 3}]}, headers=staff
     )
@@ -511,8 +512,8 @@ def test_unknown_ids_are_404_account_keys_403_and_a_converted_cart_409(client, g
         404,
         "NOT_FOUND",
     )
-    account = gh.accounts.create("shop", "seller-1")
-    keyed = {"Authorization": f"Bearer {gh.accounts.issue_key(account.id)}"}
+    account = gh.account_handlers.create_account("shop", "seller-1")
+    keyed = {"Authorization": f"Bearer {gh.account_handlers.issue_account_key(account.id)}"}
     problem(
         client.simulate_post("/v1/admin/carts", json={"customerRef": "c"}, headers=keyed), 403, "FORBIDDEN"
     )
@@ -527,8 +528,8 @@ def test_unknown_ids_are_404_account_keys_403_and_a_converted_cart_409(client, g
 
 
 def test_the_routes_of_a_module_that_is_off_answer_module_disabled(client, gh):
-    gh.modules.set("rfq", installed=False, by="test")
-    gh.modules.set("price_lists", enabled=False, by="test")
+    gh.module_handlers.set_module("rfq", installed=False, by="test")
+    gh.module_handlers.set_module("price_lists", enabled=False, by="test")
     body = problem(
         client.simulate_get(f"/v1/admin/rfqs/{uuid.uuid4()}", headers=ADMIN), 404, "MODULE_DISABLED"
     )

@@ -38,7 +38,7 @@ def test_a_pause_is_kept_newest_first_capped_and_expiring(gh):
 
 
 def claimed(gh):
-    account = gh.accounts.create("Shop", "token").id
+    account = gh.account_handlers.create_account("Shop", "token").id
     job, _ = gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=account, payload={})
     claim = gh.jobs.claim(job.id, 1, 60_000, start=True)
     access = job_runtime(gh).wb_access  # what the worker gives its runs

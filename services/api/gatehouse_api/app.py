@@ -87,9 +87,9 @@ def create_app(c: Components) -> falcon.App:
         "/readyz": Ready(StoreChecks(c.engine, c.redis, timeout_ms=s.ready_timeout_ms)),
         "/metrics": Metrics(s.prometheus_multiproc_dir),
         "/openapi.json": OpenApi(),
-        "/v1/accounts": accounts.Accounts(c.accounts, **body),
+        "/v1/accounts": accounts.Accounts(c.account_handlers, **body),
         "/v1/accounts/{account_id:uuid}": accounts.Account(c.accounts),
-        "/v1/accounts/{account_id:uuid}/keys": accounts.AccountKeys(c.accounts),
+        "/v1/accounts/{account_id:uuid}/keys": accounts.AccountKeys(c.account_handlers),
         "/v1/accounts/{account_id:uuid}/digitization/imports": jobs.DigitizationImports(**create),
         "/v1/accounts/{account_id:uuid}/autobidder/sync": jobs.AutobidderSync(**create),
         "/v1/accounts/{account_id:uuid}/jobs": jobs.AccountJobs(jobs_read, c.accounts),
@@ -103,9 +103,9 @@ def create_app(c: Components) -> falcon.App:
         "/v1/admin/schedules": admin.Schedules(schedule_views),
         "/v1/admin/schedules/{name}/run": admin.RunSchedule(schedule_views),
         "/v1/admin/modules": modules.Modules(c.modules),
-        "/v1/admin/modules/{name}": modules.Module(c.modules, **body),
-        "/v1/admin/users": users.Users(c.users, **body),
-        "/v1/admin/users/{user_id:uuid}/keys": users.UserKeys(c.users),
+        "/v1/admin/modules/{name}": modules.Module(c.module_handlers, **body),
+        "/v1/admin/users": users.Users(c.account_handlers, **body),
+        "/v1/admin/users/{user_id:uuid}/keys": users.UserKeys(c.account_handlers),
         "/v1/admin/catalog/products": catalog.Products(*catalog_parts, **body),
         "/v1/admin/catalog/products/batch": catalog.ProductsBatch(
             *catalog_parts, max_body_bytes=s.catalog_batch_max_body_bytes
@@ -138,7 +138,9 @@ def create_app(c: Components) -> falcon.App:
         "/v1/admin/webhooks/deliveries/{delivery_id:uuid}": webhooks.Delivery(*hooks, **body),
         "/v1/admin/webhooks/deliveries/{delivery_id:uuid}/replay": webhooks.ReplayDelivery(*hooks, **body),
         "/v1/me/notifications": notifications.MyNotifications(c.notifications),
-        "/v1/me/notifications/{notification_id:uuid}/read": notifications.MyNotificationRead(c.notifications),
+        "/v1/me/notifications/{notification_id:uuid}/read": notifications.MyNotificationRead(
+            c.notification_handlers
+        ),
     }
     console_routes = console.build(
         ops,
@@ -149,6 +151,7 @@ def create_app(c: Components) -> falcon.App:
         webhooks=webhook_views,
         webhook_actions=webhook_actions,
         modules_=c.modules,
+        module_handlers=c.module_handlers,
         schedules=schedule_views,
         overview=overview_views,
     )

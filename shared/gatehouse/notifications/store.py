@@ -97,15 +97,14 @@ class NotificationStore:
             )
             return [NotificationRecord(*row) for row in rows]
 
-    def mark_read(self, user_id: uuid.UUID, notification_id: uuid.UUID) -> NotificationRecord:
+    def mark_read(self, tx: Tx, user_id: uuid.UUID, notification_id: uuid.UUID) -> NotificationRecord:
         """Mark the user's notification read (the first read time is kept); another user's is not found."""
         sql = text(
             "UPDATE notifications SET read_at = coalesce(read_at, now()) "
             f"WHERE id = :id AND user_id = :user_id RETURNING {COLUMNS}"
         )
         params = {"id": notification_id, "user_id": user_id}
-        with self.engine.begin() as conn:
-            return NotificationRecord(*one_or_404(conn, sql, params, f"notification {notification_id}"))
+        return NotificationRecord(*one_or_404(tx.conn, sql, params, f"notification {notification_id}"))
 
     def email_of(self, notification_id: uuid.UUID) -> EmailOf | None:
         """The notification and its user's address, or None when it is gone (its user was deleted)."""

@@ -20,7 +20,7 @@ def phase(gh, job_id) -> str | None:
 def held_gate(gh, name="Магазин «Север»"):
     """A gated probe job holding its account's gate (running for a minute), a second one waiting;
     before them, a short one that WB paused once (a 429) and that then completed."""
-    account = gh.accounts.create(name, "token").id
+    account = gh.account_handlers.create_account(name, "token").id
     earlier = gh.job_handlers.submit(
         GATED_USER_B, account_id=account, payload={"seconds": 1.5, "pause_once_ms": 300}
     )[0].id
@@ -43,7 +43,7 @@ def ticking(locator) -> None:
 
 def test_see_a_gate_held_and_a_job_waiting_with_its_countdown(console, gh):
     account, holder, waiter, earlier = held_gate(gh)
-    quiet = gh.accounts.create("Quiet shop", "token").id
+    quiet = gh.account_handlers.create_account("Quiet shop", "token").id
 
     # The account's page: the holder, its lease ticking down, the waiting job in line
     page = console.open(f"/console/accounts/{account}")
@@ -102,7 +102,7 @@ def test_see_a_gate_held_and_a_job_waiting_with_its_countdown(console, gh):
 def test_an_account_named_like_a_script_renders_as_text(console, gh):
     dialogs: list[str] = []
     console.page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-    account = gh.accounts.create(XSS, "token").id
+    account = gh.account_handlers.create_account(XSS, "token").id
 
     for path in ("/console/accounts", f"/console/accounts/{account}"):
         page = console.open(path)

@@ -18,7 +18,7 @@ def status(console, job_id) -> dict:
 
 
 def test_retry_a_failed_job_and_see_it_run_again(console, gh, sql):
-    account = gh.accounts.create("Shop", "token").id
+    account = gh.account_handlers.create_account("Shop", "token").id
     job = gh.job_handlers.submit(
         PROBE, account_id=account, payload={"fail": "WB отклонил запрос", "seconds": 0}
     )[0].id

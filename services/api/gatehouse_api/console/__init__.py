@@ -8,7 +8,7 @@ holds its pages and the form actions that are twins of JSON API calls.
 
 from __future__ import annotations
 
-from gatehouse.handlers import JobHandlers
+from gatehouse.handlers import JobHandlers, ModuleHandlers
 from gatehouse.modules import ModuleStates
 from gatehouse_api.console import accounts as account_pages
 from gatehouse_api.console import bulk as bulk_pages
@@ -36,6 +36,7 @@ def build(
     webhooks: WebhookViews,
     webhook_actions: WebhookActions,
     modules_: ModuleStates,
+    module_handlers: ModuleHandlers,
     schedules: ScheduleViews,
     overview: OverviewViews,
 ) -> dict[str, object]:
@@ -51,7 +52,7 @@ def build(
         "/jobs/{job_id:uuid}/retry": job_pages.RetryJob(console, jobs, job_handlers),
         "/jobs/{job_id:uuid}/cancel": job_pages.CancelJob(console, jobs, job_handlers),
         "/modules": modules.Modules(console, modules_),
-        "/modules/{name}": modules.SetModule(console, modules_),
+        "/modules/{name}": modules.SetModule(console, module_handlers),
         "/bulk-operations": bulk_pages.BulkOperations(console, bulk, modules_),
         "/bulk-operations/{operation_id:uuid}": bulk_pages.BulkOperation(console, bulk, modules_),
         "/webhooks/endpoints": webhook_pages.Endpoints(*hooks),

@@ -4,30 +4,33 @@ from __future__ import annotations
 
 import falcon
 
+from gatehouse.handlers import ModuleHandlers
 from gatehouse.modules import MODULES, ModuleStates
 from gatehouse_api.console.web import PREFIX, Console, Page, back, form
 from gatehouse_api.resources.modules import module_view
 
 
-class _Page(Page):
+class Modules(Page):
     def __init__(self, console: Console, modules: ModuleStates) -> None:
         super().__init__(console)
         self.modules = modules
 
-
-class Modules(_Page):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         self.modules.all(fresh=True)
         items = [module_view(self.modules.state(name)) for name in MODULES]
         self.console.render(req, resp, "modules.html", modules=items, catalog=MODULES)
 
 
-class SetModule(_Page):
+class SetModule(Page):
     """The form twin of PUT /v1/admin/modules/{name} (``enabled`` = true or false)."""
+
+    def __init__(self, console: Console, handlers: ModuleHandlers) -> None:
+        super().__init__(console)
+        self.handlers = handlers
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
         enabled = form(req).get("enabled", "").lower()
         if enabled not in ("true", "false"):
             raise falcon.HTTPBadRequest(description="enabled must be true or false")
-        self.modules.set(name, enabled=enabled == "true", by=req.context.principal.actor)
+        self.handlers.set_module(name, enabled=enabled == "true", by=req.context.principal.actor)
         back(resp, f"{PREFIX}/modules")

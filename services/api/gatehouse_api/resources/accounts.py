@@ -7,6 +7,7 @@ import uuid
 import falcon
 
 from gatehouse.accounts import Accounts as AccountStore
+from gatehouse.handlers import AccountHandlers
 from gatehouse_api.auth import require_account, require_admin
 from gatehouse_api.body import read_json
 from gatehouse_api.openapi import contract
@@ -14,8 +15,8 @@ from gatehouse_api.schemas import AccountCreated, AccountView, CreateAccount, Ke
 
 
 class Accounts:
-    def __init__(self, accounts: AccountStore, *, max_body_bytes: int) -> None:
-        self.accounts, self.max_body_bytes = accounts, max_body_bytes
+    def __init__(self, handlers: AccountHandlers, *, max_body_bytes: int) -> None:
+        self.handlers, self.max_body_bytes = handlers, max_body_bytes
 
     @contract(
         "Create a seller account (admin)",
@@ -26,7 +27,7 @@ class Accounts:
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         body = read_json(req, CreateAccount, max_bytes=self.max_body_bytes)
-        account = self.accounts.create(body.name, body.wbToken)
+        account = self.handlers.create_account(body.name, body.wbToken)
         resp.status = 201
         resp.location = f"/v1/accounts/{account.id}"
         resp.media = AccountCreated(accountId=account.id, name=account.name).model_dump(mode="json")
@@ -46,8 +47,8 @@ class Account:
 
 
 class AccountKeys:
-    def __init__(self, accounts: AccountStore) -> None:
-        self.accounts = accounts
+    def __init__(self, handlers: AccountHandlers) -> None:
+        self.handlers = handlers
 
     @contract(
         "Issue an account-scoped API key (admin)", (201, KeyCreated, "the key, shown once"), (401, 403, 404)
@@ -55,4 +56,4 @@ class AccountKeys:
     def on_post(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_admin(req)
         resp.status = 201
-        resp.media = KeyCreated(key=self.accounts.issue_key(account_id)).model_dump(mode="json")
+        resp.media = KeyCreated(key=self.handlers.issue_account_key(account_id)).model_dump(mode="json")

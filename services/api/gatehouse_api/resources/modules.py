@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import falcon
 
+from gatehouse.handlers import ModuleHandlers
 from gatehouse.modules import MODULES, ModuleState, ModuleStates, module_of_path
 from gatehouse_api.auth import principal, require_admin
 from gatehouse_api.body import read_json
@@ -50,8 +51,8 @@ class Modules:
 
 
 class Module:
-    def __init__(self, modules: ModuleStates, *, max_body_bytes: int) -> None:
-        self.modules, self.max_body_bytes = modules, max_body_bytes
+    def __init__(self, handlers: ModuleHandlers, *, max_body_bytes: int) -> None:
+        self.handlers, self.max_body_bytes = handlers, max_body_bytes
 
     @contract(
         "Switch a module on or off (every API and worker process follows within a second)",
@@ -64,5 +65,7 @@ class Module:
         require_admin(req)
         body = read_json(req, SetModule, max_bytes=self.max_body_bytes)
         resp.media = module_view(
-            self.modules.set(name, enabled=body.enabled, installed=body.installed, by=principal(req).actor)
+            self.handlers.set_module(
+                name, enabled=body.enabled, installed=body.installed, by=principal(req).actor
+            )
         )

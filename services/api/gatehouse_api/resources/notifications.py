@@ -8,6 +8,7 @@ import falcon
 
 from gatehouse.errors import Forbidden
 from gatehouse.notifications import NotificationRecord, NotificationStore
+from gatehouse.notifications.handlers import NotificationHandlers
 from gatehouse_api.auth import principal
 from gatehouse_api.openapi import contract
 from gatehouse_api.schemas import NotificationList, NotificationView
@@ -51,8 +52,8 @@ class MyNotifications:
 
 
 class MyNotificationRead:
-    def __init__(self, store: NotificationStore) -> None:
-        self.store = store
+    def __init__(self, handlers: NotificationHandlers) -> None:
+        self.handlers = handlers
 
     @contract(
         "Mark one of the caller's notifications read (a user key)",
@@ -60,5 +61,5 @@ class MyNotificationRead:
         (401, 403, 404),
     )
     def on_post(self, req: falcon.Request, resp: falcon.Response, notification_id: uuid.UUID) -> None:
-        read = self.store.mark_read(me(req), notification_id)
+        read = self.handlers.mark_read(me(req), notification_id)
         resp.media = notification_model(read).model_dump(mode="json")

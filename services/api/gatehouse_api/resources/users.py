@@ -6,7 +6,7 @@ import uuid
 
 import falcon
 
-from gatehouse.users import Users as UserStore
+from gatehouse.handlers import AccountHandlers
 from gatehouse_api.auth import require_admin_token
 from gatehouse_api.body import read_json
 from gatehouse_api.openapi import contract
@@ -14,8 +14,8 @@ from gatehouse_api.schemas import CreateUser, KeyCreated, UserCreated
 
 
 class Users:
-    def __init__(self, users: UserStore, *, max_body_bytes: int) -> None:
-        self.users, self.max_body_bytes = users, max_body_bytes
+    def __init__(self, handlers: AccountHandlers, *, max_body_bytes: int) -> None:
+        self.handlers, self.max_body_bytes = handlers, max_body_bytes
 
     @contract(
         "Create a staff user (admin token)",
@@ -26,14 +26,14 @@ class Users:
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin_token(req)
         body = read_json(req, CreateUser, max_bytes=self.max_body_bytes)
-        user = self.users.create(body.email, body.name)
+        user = self.handlers.create_user(body.email, body.name)
         resp.status = 201
         resp.media = UserCreated(userId=user.id, email=user.email, name=user.name).model_dump(mode="json")
 
 
 class UserKeys:
-    def __init__(self, users: UserStore) -> None:
-        self.users = users
+    def __init__(self, handlers: AccountHandlers) -> None:
+        self.handlers = handlers
 
     @contract(
         "Issue a staff user's API key (admin token)",
@@ -43,4 +43,4 @@ class UserKeys:
     def on_post(self, req: falcon.Request, resp: falcon.Response, user_id: uuid.UUID) -> None:
         require_admin_token(req)
         resp.status = 201
-        resp.media = KeyCreated(key=self.users.issue_key(user_id)).model_dump(mode="json")
+        resp.media = KeyCreated(key=self.handlers.issue_user_key(user_id)).model_dump(mode="json")
