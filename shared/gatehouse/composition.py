@@ -88,7 +88,6 @@ class Components:
     gate: RedisGate
     buckets: RedisTokenBucket
     pauses: AccountPauses
-    pauses: AccountPauses
     wb_limits: dict[str, Limit]
     catalog: CatalogStore
     bulk: BulkStore
@@ -162,8 +161,6 @@ def bootstrap(
     uow = UnitOfWork(engine, statements, bus, dispatcher.send)
     policies = Policies({WEBHOOK_DELIVER.name: webhook_retry(settings.webhook_retry_schedule_ms)})
     jobs = JobStore(statements, policies)
-    # Every Redis key of this deployment starts with its namespace, as Dramatiq's do (below).
-    prefix = settings.broker_namespace
     gate = RedisGate(redis, prefix=prefix, released_ttl_ms=settings.gate_lease_ms)
     notifications = NotificationStore(engine, jobs)
     catalog = CatalogStore(engine)
