@@ -49,7 +49,7 @@ def create_app(c: Components) -> falcon.App:
     gate_views = gates.GateViews(c.accounts, c.gate, c.pauses, c.redis)
     bulk_views = bulk.BulkViews(c.bulk)
     webhook_views = webhooks.WebhookViews(c.webhooks)
-    webhook_actions = webhooks.WebhookActions(c.webhook_handlers, c.webhooks)
+    webhook_actions = webhooks.WebhookActions(c.webhook_handlers)
     schedule_views = admin.ScheduleViews(schedules(s.schedules), c.schedule_runs, c.dispatcher)
     overview_views = overview.OverviewViews(
         Operations(c.engine, c.redis, s.broker_namespace, c.modules, c.liveness),

@@ -30,7 +30,7 @@ from gatehouse.uow import UnitOfWork
 from gatehouse.webhooks import sender, signing
 from gatehouse.webhooks.slots import EndpointSlots
 from gatehouse.webhooks.store import Answer, Attempt, Created, Run, WebhookStore
-from gatehouse.webhooks.tables import EndpointRecord
+from gatehouse.webhooks.tables import DeliveryRecord, EndpointRecord
 
 # An attempt that found every slot of its endpoint taken looks again after this long.
 SLOT_WAIT_MS = 1_000
@@ -114,10 +114,11 @@ class WebhookHandlers:
 
     # -- replays ---------------------------------------------------------------------
 
-    def replay(self, delivery_id: uuid.UUID) -> None:
-        """A dead or delivered message again: same ``webhook-id``, a new series of attempts."""
+    def replay(self, delivery_id: uuid.UUID) -> DeliveryRecord:
+        """A dead or delivered message again: same ``webhook-id``, a new series of attempts; returns
+        the delivery as the replay left it."""
         with self.uow.begin() as tx:
-            self.webhooks.replay(tx, delivery_id)
+            return self.webhooks.replay(tx, delivery_id)
 
     def start_replay_since(self, endpoint_id: uuid.UUID, since: datetime | None) -> Accepted:
         """Queue the job that replays the endpoint's dead deliveries since ``since`` (all when None)."""

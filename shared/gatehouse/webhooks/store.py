@@ -435,15 +435,21 @@ class WebhookStore:
                 by_status[status] = n
         return counts
 
-    def replay(self, tx: Tx, delivery_id: uuid.UUID) -> None:
-        """A dead or delivered message again: same ``webhook-id``, a new series of attempts."""
+    def replay(self, tx: Tx, delivery_id: uuid.UUID) -> DeliveryRecord:
+        """A dead or delivered message again: same ``webhook-id``, a new series of attempts.
+
+        Returns the delivery as the replay left it (pending), read before the commit sends its
+        job: a worker may deliver it before anyone reads it again.
+        """
         batches = tx.conn.execute(
             text(REPLAY.format(where="d.id = :id", skip="")),
             {"id": delivery_id, "limit": 1, "batch_size": self.batch_size},
         ).all()
         if batches:
             self._queue(tx, batches)
-            return
+            return DeliveryRecord(
+                *tx.conn.execute(text(f"{DELIVERY_SELECT} WHERE d.id = :id"), {"id": delivery_id}).one()
+            )
         found = tx.conn.execute(
             text(
                 "SELECT d.status, e.enabled FROM webhook_deliveries AS d "

@@ -122,8 +122,8 @@ class WebhookViews:
 class WebhookActions:
     """The actions the API and the console both offer, answered as the API answers them."""
 
-    def __init__(self, handlers: WebhookHandlers, webhooks: WebhookStore) -> None:
-        self.handlers, self.webhooks = handlers, webhooks
+    def __init__(self, handlers: WebhookHandlers) -> None:
+        self.handlers = handlers
 
     def rotate_secret(self, endpoint_id: uuid.UUID) -> dict:
         """A new secret (shown once, in this answer only) and until when the old one still signs."""
@@ -138,9 +138,8 @@ class WebhookActions:
         return ReplayQueued(jobId=job.id, endpointId=endpoint_id, since=since).model_dump(mode="json")
 
     def replay_delivery(self, delivery_id: uuid.UUID) -> dict:
-        self.handlers.replay(delivery_id)
-        delivery, _ = self.webhooks.get_delivery(delivery_id)
-        return DeliveryView(**delivery_fields(delivery)).model_dump(mode="json")
+        """The delivery as the replay left it (its job may deliver it before the answer is sent)."""
+        return DeliveryView(**delivery_fields(self.handlers.replay(delivery_id))).model_dump(mode="json")
 
     def set_enabled(self, endpoint_id: uuid.UUID, enabled: bool) -> None:
         self.handlers.update_endpoint(endpoint_id, enabled=enabled)
