@@ -16,7 +16,7 @@ floor and operation over several rounds (warm-up and drift favour neither):
 - re-index: a real ``search_reindex`` operation (``gh.catalog_handlers.start_reindex``)
   driven the same way: shadow rebuilt batch by batch, then swapped into the
   live index. The floor is one ``INSERT … SELECT`` of the same document
-  expression (``gatehouse.search.documents.DOCUMENT``) over every product into
+  expression (``gatehouse.catalog.documents.DOCUMENT``) over every product into
   an empty scratch table shaped like the shadow.
 
 The tables are vacuumed before each timed run (outside the timing), so the
@@ -36,7 +36,7 @@ from bench.support import Result, bench_settings
 from gatehouse.catalog.bulk import Selection
 from gatehouse.catalog.rules import NewProduct, Price, ProductPatch
 from gatehouse.composition import bootstrap
-from gatehouse.search import documents
+from gatehouse.catalog import documents
 
 N = 20_000
 CHUNK = 1_000  # create_products' batch limit

@@ -46,7 +46,7 @@ def run(settings, sandbox) -> dict[str, float]:
             if schedule.per_account:  # the WB syncs (not the sweeps)
                 fan_out(
                     schedule, submit=gh.job_handlers.submit, modules=gh.modules, accounts=gh.accounts,
-                    redis=gh.redis,
+                    runs=gh.schedule_runs,
                 )  # fmt: skip
         with gh.engine.connect() as conn:
             while conn.execute(

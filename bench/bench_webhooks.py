@@ -354,7 +354,7 @@ class Bench:
         ).fetchone()
         durations = [d for (d,) in self.db.execute("SELECT duration_ms FROM webhook_attempts").fetchall()]
         messages, waits = self.db.execute(
-            "SELECT sum(delivery), count(*) FILTER (WHERE delivery > 1) FROM jobs"
+            "SELECT sum(message_number), count(*) FILTER (WHERE message_number > 1) FROM jobs"
         ).fetchone()
         states = dict(self.db.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
         if states != {"completed": len(jobs)}:
