@@ -33,10 +33,10 @@ from dataclasses import dataclass
 import psycopg
 
 from bench.support import Result, bench_settings
+from gatehouse.catalog import documents
 from gatehouse.catalog.bulk import Selection
 from gatehouse.catalog.rules import NewProduct, Price, ProductPatch
 from gatehouse.composition import bootstrap
-from gatehouse.catalog import documents
 
 N = 20_000
 CHUNK = 1_000  # create_products' batch limit
