@@ -135,10 +135,10 @@ def build(settings: Settings) -> Components:
     c = bootstrap(settings, consumer_middleware=consumer_middleware)
     for module in settings.job_modules:
         importlib.import_module(module)
-    jobs = next(m for m in c.broker.middleware if isinstance(m, JobRuntime))
+    pipeline = next(m for m in c.broker.middleware if isinstance(m, JobRuntime))
     collaborators = body_collaborators(c)
     for job_type, body in runtime.JOBS.values():
-        declare(c.broker, jobs, job_type, runtime.bind(body, collaborators))
+        declare(c.broker, pipeline, job_type, runtime.bind(body, collaborators))
     declare_schedules(
         c.broker,
         schedules(settings.schedules),
