@@ -1,6 +1,6 @@
 """A local SMTP sink for `make run` (aiosmtpd): every message it receives becomes a file under ./var/mail.
 
-    python dev/mail_sink.py [VAR_DIR] [--port N]   # run it on its own until Ctrl-C
+    python dev/mail_sink.py [VAR_DIR] [--port N]   # run it on its own until Ctrl-C (port: MAIL_SINK_PORT, 1025)
 
 Development only: aiosmtpd is in the dev dependency group, never in an image
 (the worker sends with the standard library's smtplib).
@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import email
 import email.policy
+import os
 import socket
 import threading
 import time
@@ -44,26 +45,20 @@ class _WriteToFiles:
         return "250 Message accepted for delivery"
 
 
-def _port_free(port: int) -> bool:
+def port_free(port: int) -> bool:
     with socket.socket() as s, contextlib.suppress(OSError):
         s.bind((HOST, port))
         return True
     return False
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
 class MailSink:
-    """Listens on 127.0.0.1 (port 1025, or a free one when that is taken) in a thread of its own."""
+    """Listens on 127.0.0.1:``port`` in a thread of its own; ``start`` raises OSError if the port is taken."""
 
-    def __init__(self, var: Path, port: int | None = None) -> None:
+    def __init__(self, var: Path, port: int = PORT) -> None:
         self.directory = var / "mail"
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.port = port or (PORT if _port_free(PORT) else _free_port())
+        self.port = port
         self._controller = Controller(_WriteToFiles(self.directory), hostname=HOST, port=self.port)
 
     @property
@@ -83,7 +78,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("var", nargs="?", default="var")
-    parser.add_argument("--port", type=int, default=None)
+    parser.add_argument("--port", type=int, default=int(os.environ.get("MAIL_SINK_PORT", PORT)))
     args = parser.parse_args()
     sink = MailSink(Path(args.var).resolve(), args.port).start()
     print(f"mail sink: {sink.url}, messages under {sink.directory}", flush=True)

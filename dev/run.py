@@ -8,6 +8,12 @@ the URL and the admin token, and on Ctrl-C stops everything in order. With
 SMTP_URL unset it also runs a local SMTP sink (dev/mail_sink.py) that writes
 every notification e-mail under ./var/mail. Webhooks may target this machine
 (WEBHOOK_ALLOWED_HOSTS defaults to loopback here).
+
+Its ports (API_HOST:API_PORT, default 127.0.0.1:8000; 127.0.0.1:WB_SANDBOX_PORT,
+8081; 127.0.0.1:MAIL_SINK_PORT, 1025) are bound here before anything starts: a
+busy one stops it at once, naming the setting that moves it. The API and the
+sandbox inherit their listening sockets (``--bind fd://N``), so what answers on
+them is this run's children and nothing else.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import argparse
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -28,7 +35,7 @@ from pydantic import SecretStr
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from embedded import EmbeddedUnavailable, start_postgres, start_redis, stop_redis
-from mail_sink import MailSink
+from mail_sink import MailSink, port_free
 
 from gatehouse.crypto import generate_key
 from gatehouse.entrypoint import settings_or_exit
@@ -62,18 +69,56 @@ def seed_demo_account(env: dict[str, str]) -> None:
         gh.close()
 
 
-def wait_ready(url: str, procs: list[tuple[str, subprocess.Popen]], stop: threading.Event) -> bool:
-    """Until the API says ready; False if a child died or we were interrupted first."""
+class PortBusy(Exception):
+    pass
+
+
+def busy(host: str, port: int, setting: str, exc: OSError | None = None) -> PortBusy:
+    reason = f" ({exc.strerror})" if exc is not None and exc.strerror else ""
+    return PortBusy(
+        f"port {port} on {host} is already in use{reason}: stop what listens there, "
+        f"or set {setting} to a free port"
+    )
+
+
+def listen(host: str, port: int, setting: str) -> socket.socket:
+    """A listening socket of ours on host:port, for a child to inherit; PortBusy if it is taken."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn: a TIME_WAIT is no conflict
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise busy(host, port, setting, exc) from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def http_url(host: str, port: int) -> str:
+    """The URL this machine reaches host:port at (a wildcard address is reached on loopback)."""
+    host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def wait_ready(checks: list[str], procs: list[tuple[str, subprocess.Popen]], stop: threading.Event) -> bool:
+    """Until every URL of ``checks`` answers 200; False if a child died or we were interrupted first.
+
+    The sockets behind them are this run's (``listen``): an answer comes from our child.
+    """
+    pending = list(checks)
     while not stop.wait(0.2):
         for name, proc in procs:
             if proc.poll() is not None:
                 print(f"make run: {name} exited with {proc.returncode}", file=sys.stderr)
                 return False
         try:
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                return True
+            while pending and httpx.get(pending[0], timeout=2).status_code == 200:
+                pending.pop(0)
         except httpx.HTTPError:
             pass
+        if not pending:
+            return True
     return False
 
 
@@ -86,6 +131,20 @@ def main() -> int:
     var = Path(args.var).resolve()
     var.mkdir(parents=True, exist_ok=True)
     settings = settings_or_exit("make run", require=())
+
+    # Every port first: a busy one stops the run before anything starts.
+    sockets: dict[str, socket.socket] = {}
+    try:
+        sockets["api"] = listen(settings.api_host, settings.api_port, "API_PORT")
+        if not settings.wb_api_base_url:
+            sockets["wb-sandbox"] = listen("127.0.0.1", settings.wb_sandbox_port, "WB_SANDBOX_PORT")
+        if not settings.smtp_url and not port_free(settings.mail_sink_port):
+            raise busy("127.0.0.1", settings.mail_sink_port, "MAIL_SINK_PORT")
+    except PortBusy as exc:
+        print(f"make run: {exc}", file=sys.stderr)
+        for sock in sockets.values():
+            sock.close()
+        return 1
 
     env = dict(os.environ)
     redis_proc = None
@@ -106,9 +165,8 @@ def main() -> int:
     env.setdefault("BACKEND_ROLE", "all")
     # A webhook receiver on this machine (a developer's own) is allowed here, and only here.
     env.setdefault("WEBHOOK_ALLOWED_HOSTS", "127.0.0.1,::1,localhost")
-    sandbox_url = f"http://{settings.wb_sandbox_bind}"
     if not settings.wb_api_base_url:
-        env["WB_API_BASE_URL"] = sandbox_url
+        env["WB_API_BASE_URL"] = http_url("127.0.0.1", settings.wb_sandbox_port)
 
     subprocess.run([BIN / "gatehouse-migrate"], env=env, check=True)
     if not settings.wb_api_base_url:
@@ -117,7 +175,13 @@ def main() -> int:
 
     def spawn(name: str, *cmd: str) -> None:
         # Own session: Ctrl-C reaches this launcher only, which stops the children in order.
-        procs.append((name, subprocess.Popen([str(BIN / cmd[0]), *cmd[1:]], env=env, start_new_session=True)))
+        # A child given its socket (--bind fd://N) owns it from then on: ours is closed.
+        sock = sockets.pop(name, None)
+        argv = [str(BIN / cmd[0]), *cmd[1:], *(["--bind", f"fd://{sock.fileno()}"] if sock else [])]
+        pass_fds = (sock.fileno(),) if sock else ()
+        procs.append((name, subprocess.Popen(argv, env=env, start_new_session=True, pass_fds=pass_fds)))
+        if sock:
+            sock.close()
 
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -127,15 +191,24 @@ def main() -> int:
     mail_sink = None
     try:
         if not settings.smtp_url:
-            mail_sink = MailSink(var).start()
+            try:
+                mail_sink = MailSink(var, settings.mail_sink_port).start()
+            except OSError as exc:  # taken since the check above
+                print(
+                    f"make run: {busy('127.0.0.1', settings.mail_sink_port, 'MAIL_SINK_PORT', exc)}",
+                    file=sys.stderr,
+                )
+                return 1
             env["SMTP_URL"] = mail_sink.url
             print(f"mail sink:           {mail_sink.url} → {mail_sink.directory}")
-        spawn("wb-sandbox", "gatehouse-wb-sandbox", "--bind", settings.wb_sandbox_bind)
-        spawn("api", "gatehouse-api", "--bind", settings.api_bind)
+        checks = []
+        if "wb-sandbox" in sockets:
+            spawn("wb-sandbox", "gatehouse-wb-sandbox")
+            checks.append(f"{env['WB_API_BASE_URL']}/ping")
+        spawn("api", "gatehouse-api")
         spawn("scheduler", "gatehouse-scheduler")
-        host, port = settings.api_bind.rsplit(":", 1)
-        url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}"
-        if not wait_ready(url, procs, stop):
+        url = http_url(settings.api_host, settings.api_port)
+        if not wait_ready([*checks, f"{url}/readyz"], procs, stop):
             return 1
         print(
             f"\nGatehouse is up:  {url}   (readiness: {url}/readyz)\n"
@@ -155,6 +228,8 @@ def main() -> int:
                 exit_code = 1
                 break
     finally:
+        for sock in sockets.values():
+            sock.close()
         print("stopping…", flush=True)
         for _, proc in reversed(procs):
             if proc.poll() is None:

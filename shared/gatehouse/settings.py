@@ -7,6 +7,7 @@ run the production rules at millisecond scale.
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
@@ -35,8 +36,10 @@ class Settings(BaseSettings):
     token_encryption_key: SecretStr | None = None
     log_level: LogLevel = "INFO"
 
-    # API process (gunicorn). Command-line arguments of gatehouse-api win.
-    api_bind: str = "0.0.0.0:8000"
+    # API process (gunicorn). Command-line arguments of gatehouse-api win (--bind).
+    # Loopback unless told otherwise: the API image and the manifests set API_HOST=0.0.0.0.
+    api_host: str = "127.0.0.1"
+    api_port: int = 8000
     api_workers: int = 2
     api_threads: int = 4
     # Consumer threads hosted inside each API worker when BACKEND_ROLE=all.
@@ -135,8 +138,10 @@ class Settings(BaseSettings):
     wb_bucket_max_sleep_ms: int = 5_000
     # A 429 asking for a longer wait than this counts as a failed attempt instead of a pause.
     wb_max_pause_ms: int = 1_800_000
-    # Where gatehouse-wb-sandbox listens by default (and `make run` points WB at).
-    wb_sandbox_bind: str = "127.0.0.1:8081"
+    # The 127.0.0.1 port gatehouse-wb-sandbox listens on by default (and `make run` points WB at).
+    wb_sandbox_port: int = 8081
+    # The 127.0.0.1 port of `make run`'s SMTP sink (dev/mail_sink.py, when SMTP_URL is unset).
+    mail_sink_port: int = 1025
 
     # Catalog bulk operations: up to this many products run at once on the request
     # (200, one transaction); more are queued (202) and run in batches of BULK_BATCH_SIZE,
@@ -189,6 +194,12 @@ class Settings(BaseSettings):
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         return None if value == "" else value
+
+    @property
+    def api_bind(self) -> str:
+        """API_HOST and API_PORT as gunicorn's ``--bind`` (an IPv6 address in brackets)."""
+        host = f"[{self.api_host}]" if ":" in self.api_host else self.api_host
+        return f"{host}:{self.api_port}"
 
     def wb_host(self, service: str) -> str:
         """Base URL of a WB service (statistics, finance, advert, analytics, content)."""
@@ -290,12 +301,23 @@ class Settings(BaseSettings):
     console_refresh_ms: int = 3_000
 
 
+# Settings that were replaced: set, they would be ignored without a word (an API that
+# used to listen on 0.0.0.0 would listen on loopback only), so they stop the process.
+REPLACED = {
+    "API_BIND": "API_HOST and API_PORT",
+    "WB_SANDBOX_BIND": "WB_SANDBOX_PORT (the sandbox listens on 127.0.0.1; its --bind still takes host:port)",
+}
+
+
 def load_settings(**overrides: object) -> Settings:
     """Settings from the environment, with overrides (tests, embedded run).
 
     A bad value becomes a ConfigurationError naming the variable, so entry
     points can print one line and exit non-zero instead of a traceback.
     """
+    replaced = [f"{old} was replaced by {new}" for old, new in REPLACED.items() if old in os.environ]
+    if replaced:
+        raise ConfigurationError("; ".join(replaced))
     try:
         return Settings(**overrides)
     except ValidationError as exc:

@@ -57,6 +57,8 @@ def test_roles_and_commands(compose):
     services = compose["services"]
 
     assert services["api"]["environment"]["BACKEND_ROLE"] == "api"
+    # The API listens beyond the container's loopback (its default); the published port decides who reaches it
+    assert services["api"]["environment"]["API_HOST"] == "0.0.0.0"
     assert services["worker"]["environment"]["BACKEND_ROLE"] == "worker"
     assert services["worker"]["command"][0] == "gatehouse-worker"
     assert services["scheduler"]["command"] == ["gatehouse-scheduler"]

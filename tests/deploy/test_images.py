@@ -164,7 +164,13 @@ def test_the_api_image_answers_health_and_readiness_as_its_pod(images, renders, 
     assert "BACKEND_ROLE=api" in api.env
     argv, manifest_env = pod_command(renders["prod"], "Deployment", "gatehouse-api")
     port = free_port()
-    env = {**manifest_env, **stores(settings), "API_BIND": f"127.0.0.1:{port}", "API_WORKERS": "1"}
+    env = {
+        **manifest_env,
+        **stores(settings),
+        "API_HOST": "127.0.0.1",
+        "API_PORT": str(port),
+        "API_WORKERS": "1",
+    }
 
     # When it starts read-only as its user
     proc = pods("api", api.command(argv, env))
@@ -177,7 +183,7 @@ def test_the_api_image_answers_health_and_readiness_as_its_pod(images, renders, 
     # … and the image's own HEALTHCHECK command passes inside it
     kind, *healthcheck = api.healthcheck
     assert kind == "CMD" and healthcheck
-    check = pods("healthcheck", api.command(healthcheck, {"API_BIND": f"127.0.0.1:{port}"}))
+    check = pods("healthcheck", api.command(healthcheck, {"API_HOST": "127.0.0.1", "API_PORT": str(port)}))
     assert check.wait(timeout=30) == 0, check.log()
 
 
@@ -234,7 +240,7 @@ def test_the_worker_image_migrates_consumes_a_job_and_starts_the_scheduler(
     argv, env = pod_command(prod, "Deployment", "gatehouse-scheduler")
     scheduler = pods("scheduler", worker.command(argv, {**env, **stores(settings)}))
     port = free_port()
-    api_env = {**stores(settings), "API_BIND": f"127.0.0.1:{port}", "API_WORKERS": "1"}
+    api_env = {**stores(settings), "API_HOST": "127.0.0.1", "API_PORT": str(port), "API_WORKERS": "1"}
     api_proc = pods("api", api.command(None, api_env))
     url = f"http://127.0.0.1:{port}"
     wait_until(lambda: answers(api_proc, f"{url}/healthz"), timeout=60, what="the API image")

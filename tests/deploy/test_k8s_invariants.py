@@ -58,6 +58,10 @@ def test_api_probes_readiness_on_readyz_and_liveness_on_healthz(rendered: Render
 
     assert http_probe(api, "readinessProbe") == ("/readyz", port)
     assert http_probe(api, "livenessProbe") == ("/healthz", port)
+    # … where gatehouse-api listens, on every interface of the pod (its default is loopback only)
+    env = rendered.env(api)
+    assert env.get("API_HOST") == "0.0.0.0"
+    assert int(env.get("API_PORT", 8000)) == port
 
     service = rendered.get("Service", "gatehouse-api")
     assert service["spec"]["selector"].items() <= pod_labels(rendered, "gatehouse-api").items()

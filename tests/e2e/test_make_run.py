@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -32,12 +33,13 @@ def var_dir():
     shutil.rmtree(path, ignore_errors=True)
 
 
-def start_run(var: Path, logs: Path, api_port: int, sandbox_port: int) -> Proc:
+def start_run(var: Path, logs: Path, api_port: int, sandbox_port: int, mail_port: int | None = None) -> Proc:
     env = {
         "PATH": os.environ["PATH"],
         "HOME": os.environ.get("HOME", "/tmp"),
-        "API_BIND": f"127.0.0.1:{api_port}",
-        "WB_SANDBOX_BIND": f"127.0.0.1:{sandbox_port}",
+        "API_PORT": str(api_port),  # API_HOST unset: loopback
+        "WB_SANDBOX_PORT": str(sandbox_port),
+        "MAIL_SINK_PORT": str(mail_port or free_port()),
         "API_WORKERS": "1",
         "SHUTDOWN_TIMEOUT_MS": "5000",
         **quiet_schedules(),  # real cron ticks would add jobs mid-test; the test fires one itself
@@ -63,6 +65,18 @@ def stop(proc: Proc) -> None:
     assert proc.tree() == set(), "a child of make run outlived it"
 
 
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses (hex, as /proc/net/tcp* has them) something listens on at ``port``."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            address, hex_port = fields[1].rsplit(":", 1)
+            if fields[3] == "0A" and int(hex_port, 16) == port:
+                found.add(address)
+    return found
+
+
 def test_make_run_starts_everything_on_embedded_servers_and_finds_its_data_again(var_dir, tmp_path):
     api_port, sandbox_port = free_port(), free_port()
 
@@ -70,6 +84,9 @@ def test_make_run_starts_everything_on_embedded_servers_and_finds_its_data_again
     first = start_run(var_dir, tmp_path / "first.log", api_port, sandbox_port)
     try:
         seen = banner(first)
+        # … where the API listens on loopback only, and nothing printed needs decoding
+        assert listening_addresses(api_port) == {"0100007F"}  # 127.0.0.1
+        assert not re.findall(r"^.*(?:Warning|WARNING).*$", first.log(), re.M)
         assert httpx.get(f"http://127.0.0.1:{api_port}/readyz", timeout=5).json()["status"] == "ready"
         assert httpx.get(f"http://127.0.0.1:{sandbox_port}/ping", timeout=5).status_code == 200
         # … where the demo account's user import and a scheduled sync work against the sandbox
@@ -123,3 +140,31 @@ def test_make_run_starts_everything_on_embedded_servers_and_finds_its_data_again
         if second.alive():
             stop(second)
         subprocess.run(["pkill", "-f", str(var_dir)], check=False)
+
+
+@pytest.mark.parametrize(
+    ("busy", "setting"), [("api", "API_PORT"), ("sandbox", "WB_SANDBOX_PORT"), ("mail", "MAIL_SINK_PORT")]
+)
+def test_make_run_with_a_port_taken_stops_before_starting_anything_and_names_the_setting(
+    var_dir, tmp_path, busy, setting
+):
+    # Given another process listening on one of make run's ports (on every interface)
+    ports = {"api": free_port(), "sandbox": free_port(), "mail": free_port()}
+    with socket.socket() as squatter:
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("0.0.0.0", ports[busy]))
+        squatter.listen()
+
+        # When make run starts
+        run = start_run(var_dir, tmp_path / "run.log", ports["api"], ports["sandbox"], ports["mail"])
+        try:
+            code = run.wait(timeout=30)
+        finally:
+            run.close()
+
+    # Then it exits non-zero at once, naming the port and the setting that moves it, and claims nothing
+    log = run.log()
+    assert code != 0, log
+    assert f"port {ports[busy]}" in log and setting in log, log
+    assert "is up" not in log, log
+    assert not (var_dir / "pg").exists(), "the embedded servers started anyway"

@@ -63,6 +63,10 @@ class Proc:
         """Signal the top process only (as Kubernetes or a terminal would)."""
         os.kill(self.pid, sig)
 
+    def signal_group(self, sig: int) -> None:
+        """Signal every process of its group (as systemd's KillMode=control-group, `timeout` or a Procfile runner would)."""
+        os.killpg(self.pid, sig)
+
     def kill_tree(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.pid, signal.SIGKILL)

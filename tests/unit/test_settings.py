@@ -56,3 +56,23 @@ def test_log_level_is_a_level_name_in_any_case_and_nothing_else(monkeypatch):
 def test_the_broker_namespace_prefixes_every_key_so_it_is_non_empty_and_brace_free(namespace):
     with pytest.raises(ConfigurationError, match=r"BROKER_NAMESPACE: must be non-empty and without braces"):
         load_settings(broker_namespace=namespace)
+
+
+def test_the_api_listens_on_loopback_unless_told_otherwise(monkeypatch):
+    monkeypatch.delenv("API_HOST", raising=False)
+    monkeypatch.delenv("API_PORT", raising=False)
+    assert load_settings().api_bind == "127.0.0.1:8000"
+    monkeypatch.setenv("API_HOST", "0.0.0.0")
+    monkeypatch.setenv("API_PORT", "9000")
+    assert load_settings().api_bind == "0.0.0.0:9000"
+    monkeypatch.setenv("API_HOST", "::")
+    assert load_settings().api_bind == "[::]:9000"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"), [("API_BIND", "API_HOST and API_PORT"), ("WB_SANDBOX_BIND", "WB_SANDBOX_PORT")]
+)
+def test_a_replaced_setting_stops_the_process_naming_its_successor(monkeypatch, old, new):
+    monkeypatch.setenv(old, "0.0.0.0:8000")
+    with pytest.raises(ConfigurationError, match=rf"{old} was replaced by {new}"):
+        load_settings()

@@ -13,6 +13,7 @@ import argparse
 import json
 import logging
 import signal
+import socket
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,9 +32,9 @@ log = logging.getLogger("gatehouse_wb_sandbox")
 class SandboxServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], sandbox: Sandbox) -> None:
+    def __init__(self, address: tuple[str, int], sandbox: Sandbox, *, bind_and_activate: bool = True) -> None:
         self.sandbox = sandbox
-        super().__init__(address, Handler)
+        super().__init__(address, Handler, bind_and_activate=bind_and_activate)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -98,14 +99,27 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def serve(bind: str, config: SandboxConfig | None = None) -> SandboxServer:
-    """A bound server (``host:port``; port 0 picks a free one); call ``serve_forever`` to run it."""
+    """A bound server; call ``serve_forever`` to run it.
+
+    ``bind`` is ``host:port`` (port 0 picks a free one) or, as gunicorn's, ``fd://N``:
+    a listening socket it inherits (`make run` binds its ports itself, so they are its children's).
+    """
+    sandbox = Sandbox(config or SandboxConfig())
+    if bind.startswith("fd://"):
+        inherited = socket.socket(fileno=int(bind.removeprefix("fd://")))
+        server = SandboxServer(inherited.getsockname()[:2], sandbox, bind_and_activate=False)
+        server.socket.close()
+        server.socket = inherited
+        return server
     host, port = bind.rsplit(":", 1)
-    return SandboxServer((host, int(port)), Sandbox(config or SandboxConfig()))
+    return SandboxServer((host, int(port)), sandbox)
 
 
 def _parser(default_bind: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gatehouse-wb-sandbox", description=__doc__)
-    parser.add_argument("--bind", default=default_bind, help="host:port (default %(default)s)")
+    parser.add_argument(
+        "--bind", default=default_bind, help="host:port, or fd://N, a listening socket (default %(default)s)"
+    )
     parser.add_argument(
         "--time-scale",
         type=float,
@@ -131,7 +145,7 @@ def _parser(default_bind: str) -> argparse.ArgumentParser:
 
 def main() -> None:
     settings = settings_or_exit("gatehouse-wb-sandbox", require=())
-    args = _parser(settings.wb_sandbox_bind).parse_args()
+    args = _parser(f"127.0.0.1:{settings.wb_sandbox_port}").parse_args()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = SandboxConfig(
         time_scale=args.time_scale,
@@ -155,8 +169,8 @@ def main() -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, stop)
     log.info(
-        "WB sandbox listening on http://%s (time scale %s, data anchor %s)",
-        args.bind,
+        "WB sandbox listening on http://%s:%d (time scale %s, data anchor %s)",
+        *server.server_address[:2],
         args.time_scale,
         server.sandbox.spec.anchor,
     )

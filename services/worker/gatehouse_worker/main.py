@@ -18,6 +18,7 @@ from redis import RedisError
 from gatehouse.entrypoint import prepare_children, settings_or_exit
 from gatehouse.schedules import ScheduleRuns
 from gatehouse.workers import process_name
+from gatehouse_worker import stop_signals
 
 log = logging.getLogger("periodiq")
 SETUP = "gatehouse_worker.wiring:setup"
@@ -43,6 +44,7 @@ def worker() -> None:
         str(settings.shutdown_timeout_ms),
         *sys.argv[1:],
     ]
+    stop_signals.install()  # a signal to the whole process group stops the jobs gracefully too
     sys.exit(dramatiq_cli.main())
 
 

@@ -36,6 +36,11 @@ DOCUMENT = """
 
 
 def _unaccent(conn: sa.Connection) -> bool:
+    available = "SELECT 1 FROM pg_available_extensions WHERE name = 'unaccent'"
+    if conn.execute(sa.text(available)).first() is None:
+        # Not shipped with this server (the embedded one of `make run`): nothing to fix, say it plainly.
+        log.info("This PostgreSQL has no unaccent extension: search ignores case, not accents.")
+        return False
     try:
         with conn.begin_nested():
             conn.execute(sa.text("CREATE EXTENSION IF NOT EXISTS unaccent"))
