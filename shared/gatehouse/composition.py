@@ -229,6 +229,7 @@ def bootstrap(
         sweep_handlers=SweepHandlers(
             uow,
             sweeps,
+            catalog,
             modules,
             batch_size=settings.sweep_batch_size,
             abandon_after_ms=settings.cart_abandon_after_ms,

@@ -25,13 +25,31 @@ class ConfigurationError(GatehouseError):
 
 
 class ValidationFailed(GatehouseError):
-    """Input that breaks a rule; ``field`` names the offending field."""
+    """Input that breaks a rule; ``field`` names the offending field.
+
+    ``errors`` lists every invalid field found, as ``(field, message)``; the first
+    is the one ``field`` and ``detail`` name (alone, when only one was found).
+    """
 
     code = "VALIDATION_ERROR"
 
-    def __init__(self, detail: str, *, field: str | None = None, code: str | None = None) -> None:
+    def __init__(
+        self,
+        detail: str,
+        *,
+        field: str | None = None,
+        code: str | None = None,
+        errors: list[tuple[str | None, str]] | None = None,
+    ) -> None:
         super().__init__(detail, code=code)
         self.field = field
+        self.errors = errors or [(field, detail)]
+
+    @classmethod
+    def of(cls, errors: list[tuple[str | None, str]]) -> ValidationFailed:
+        """Several invalid fields at once (at least one): the first leads."""
+        field, detail = errors[0]
+        return cls(detail, field=field, errors=errors)
 
 
 class NotFound(GatehouseError):

@@ -6,6 +6,7 @@ hands it over (chunked bodies, HEAD, methods Falcon does not know).
 
 from __future__ import annotations
 
+import json
 import socket
 import uuid
 from urllib.parse import urlsplit
@@ -154,3 +155,46 @@ def test_an_unknown_method_is_405_with_allow(api, account):
     response = httpx.delete(f"{api}{job}", headers=ADMIN)
     assert_problem(response, 405, "METHOD_NOT_ALLOWED")
     assert set(response.headers["allow"].replace(" ", "").split(",")) == {"GET", "HEAD", "OPTIONS"}
+
+
+def test_a_request_target_with_raw_utf8_is_accepted(api):
+    # Given a product whose name has a Polish letter
+    product = {"sku": "KR-1", "name": "Krzesło biurowe", "price": {"amount": 100, "currency": "PLN"}}
+    assert httpx.post(f"{api}/v1/admin/catalog/products", json=product, headers=ADMIN).status_code == 201
+    auth = f"Host: 127.0.0.1\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\nConnection: close\r\n"
+
+    # When a client sends the query unencoded (raw UTF-8 bytes in the request line)
+    status, headers, body = raw_request(api, f"GET /v1/admin/catalog/search?q=krzesło HTTP/1.1\r\n{auth}")
+
+    # Then it is read as if percent-encoded: the search finds the product
+    assert status == 200, body
+    assert headers["content-type"] == "application/json"
+    assert [hit["sku"] for hit in json.loads(body)["items"]] == ["KR-1"]
+    # … and a path with raw UTF-8 is routed (here: to a 404 naming it)
+    status, headers, body = raw_request(api, f"GET /v1/żółw HTTP/1.1\r\n{auth}")
+    assert status == 404 and headers["content-type"] == PROBLEM, body
+    assert json.loads(body)["detail"] == "no route GET /v1/żółw"
+
+
+@pytest.mark.parametrize(
+    ("request_head", "status", "code"),
+    [
+        ("GET /a\x01b HTTP/1.1\r\nHost: x\r\n", 400, "BAD_REQUEST"),  # a control character in the target
+        ("GET /healthz HTTP/9.9\r\nHost: x\r\n", 400, "BAD_REQUEST"),  # no such HTTP version
+        ("GET /healthz HTTP/1.1\nHost: x\n\n", 400, "BAD_REQUEST"),  # bare line feeds
+        ("GET /healthz HTTP/1.1\r\nBad Name: x\r\n", 400, "BAD_REQUEST"),  # a space in a header name
+        (f"GET /{'a' * 9000} HTTP/1.1\r\nHost: x\r\n", 414, "URI_TOO_LONG"),  # past limit_request_line
+        (
+            f"GET /healthz HTTP/1.1\r\nX-Big: {'a' * 9000}\r\n",
+            431,
+            "HEADERS_TOO_LARGE",
+        ),  # one field too large
+    ],
+    ids=["control-char", "http-version", "bare-lf", "header-name", "uri-too-long", "field-too-large"],
+)
+def test_what_gunicorn_answers_itself_is_problem_json(api, request_head, status, code):
+    got, headers, body = raw_request(api, request_head)
+    assert got == status, body[:300]
+    assert headers["content-type"] == PROBLEM, body[:300]
+    problem = json.loads(body)
+    assert (problem["status"], problem["code"]) == (status, code) and problem["detail"], problem

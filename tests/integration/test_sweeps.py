@@ -15,6 +15,7 @@ import pytest
 from falcon import testing
 
 from gatehouse import job_types as jt
+from gatehouse.catalog import NewProduct, Price
 from gatehouse.modules import ModuleDisabled
 from gatehouse.schedules import schedules
 from gatehouse_api.app import create_app
@@ -41,6 +42,12 @@ def events(gh):
 def subscribe(gh, subscriber) -> None:
     """Add a subscriber to the composition's event bus (the one its units of work publish on)."""
     gh.uow._bus.subscribe(subscriber)
+
+
+def products(gh, *skus: str) -> None:
+    """Products of these skus in the catalog: a cart's items name existing products."""
+    for sku in skus:
+        gh.catalog_handlers.create_product(NewProduct(sku, f"product {sku}", Price(100, "PLN")))
 
 
 def batch_size(gh, size: int) -> None:
@@ -189,6 +196,7 @@ def test_two_cart_sweeps_at_once_flip_each_cart_once(gh, sql, events):
 
 def test_touching_a_cart_keeps_it_open_and_an_abandoned_cart_comes_back(gh, sql):
     [old] = stale_carts(sql, 1)
+    products(gh, "SKU-2")
     gh.sweep_handlers.set_cart_items(old, [{"sku": "SKU-2", "quantity": 3}], actor="admin")
     assert gh.sweep_handlers.run("cart-abandonment").result()["abandoned"] == 0  # touched just now
 
@@ -417,6 +425,7 @@ def problem(response, status: int, code: str, field: str | None = None) -> dict:
 
 
 def test_carts_are_created_read_and_touched_through_the_api(client, gh, sql):
+    products(gh, "CH-1")
     created = client.simulate_post(
         "/v1/admin/carts",
         json={"customerRef": "cust-42", "items": [{"sku": "CH-1", "quantity": 2}]},

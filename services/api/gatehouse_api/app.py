@@ -33,6 +33,7 @@ from gatehouse_api.resources import (
     webhooks,
 )
 from gatehouse_api.resources.health import Health, Metrics, Ready, StoreChecks
+from gatehouse_api.unrouted import NoRoute
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +69,11 @@ def create_app(c: Components) -> falcon.App:
         refresh_ms=s.console_refresh_ms,
     )
     # The console signs in with a cookie (its own guard); everything else with a bearer token.
+    authenticate = Authenticate(c.accounts)
     app = falcon.App(
         middleware=[
             console.ConsoleGuard(ops),
-            Authenticate(c.accounts),
+            authenticate,
             modules.ModuleRoutes(c.modules),
             UnknownMethods(),
         ]
@@ -157,6 +159,8 @@ def create_app(c: Components) -> falcon.App:
     )
     for path, resource in {**routes, **console_routes}.items():
         app.add_route(path, with_head(resource))
+    # Every other path: a token checked under /v1, then a 404 that says what was not found.
+    app.add_sink(NoRoute(authenticate, [*routes, *console_routes]))
     routes["/openapi.json"].describe(app)  # after the loop: the document is generated from every route
     return app
 

@@ -21,6 +21,10 @@ class Authenticate:
     ) -> None:
         if resource is None or getattr(resource, "public", False):
             return
+        self.check(req)
+
+    def check(self, req: falcon.Request) -> None:
+        """The request's bearer token is valid (``req.context.principal``), or Unauthorized."""
         scheme, _, token = (req.get_header("Authorization") or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthorized("send Authorization: Bearer <admin token, user key or account key>")

@@ -22,16 +22,28 @@ reads the rest until the request's deadline — and the connection is then
 closed instead of drained; a thread's socket reads and writes time out
 (API_READ_TIMEOUT_MS), so a client that stops reading its response cannot hold
 a thread either.
+
+Two more things happen here because this is where a request's bytes are first
+seen, before gunicorn parses them:
+
+- A request target holding raw non-ASCII bytes (``GET /search?q=krzesło``, sent
+  unencoded by some clients) is accepted: those bytes are percent-encoded
+  (``krzes%C5%82o``) before gunicorn's parser, which refuses them, sees the line.
+- Whatever gunicorn itself answers (a bad request line or header, a URI or header
+  field too long, an error before the app answered) is problem+json like every
+  other answer of the API (``write_problem``), not gunicorn's HTML page.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 import selectors
 import time
 from functools import partial
 
+from gunicorn import util
 from gunicorn.workers.gthread import ThreadWorker
 
 from gatehouse_api import root
@@ -62,6 +74,41 @@ HEAD_TOO_LARGE = _problem(
     f"the request line and headers may be at most {HEAD_LIMIT} bytes",
 )
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+# The codes of what gunicorn answers itself (gunicorn.workers.base.Worker.handle_error).
+GUNICORN_CODES = {
+    400: "BAD_REQUEST",
+    403: "FORBIDDEN",
+    414: "URI_TOO_LONG",
+    417: "EXPECTATION_FAILED",
+    431: "HEADERS_TOO_LARGE",
+    500: "INTERNAL_ERROR",
+    501: "NOT_IMPLEMENTED",
+}
+NON_ASCII = re.compile(rb"[\x80-\xff]")
+
+
+def write_problem(sock, status: int, reason: str, message: str) -> None:
+    """gunicorn's ``util.write_error``, as problem+json: what it says, with a stable code."""
+    detail = message or ("An unexpected error occurred; it has been logged." if status >= 500 else reason)
+    util.write_nonblock(sock, _problem(status, reason, GUNICORN_CODES.get(status, f"HTTP_{status}"), detail))
+
+
+def encode_target(data: bytes) -> bytes:
+    """The request with the raw non-ASCII bytes of its request line's target percent-encoded.
+
+    Only the target (the second of the line's three space-separated parts, as
+    gunicorn splits it) changes; a line of another shape is left to gunicorn to judge.
+    """
+    end = data.find(b"\r\n")
+    line = data[: end if end >= 0 else len(data)]
+    if not NON_ASCII.search(line):
+        return data
+    parts = line.split(b" ", 2)
+    if len(parts) != 3:
+        return data
+    target = NON_ASCII.sub(lambda m: b"%%%02X" % m[0][0], parts[1])
+    return b" ".join((parts[0], target, parts[2])) + data[len(line) :]
+
 
 INCOMPLETE, COMPLETE, OVERSIZED, HEAD_OVERSIZED = "incomplete", "complete", "oversized", "head-oversized"
 # A head ended by bare line feeds: gunicorn's parser judges it (a 400), from what is buffered.
@@ -190,6 +237,8 @@ class BufferingWorker(ThreadWorker):
         self.reading: dict = {}  # conn → Pending, in deadline order
         self.buffered = 0  # bytes in the buffers of self.reading
         self.stopping_at: float | None = None
+        # gunicorn's own answers (handle_error) go out through util.write_error: problem+json here.
+        util.write_error = write_problem
         super().init_process()
 
     # Every way a connection reaches a thread (accepted, kept alive and readable
@@ -249,7 +298,7 @@ class BufferingWorker(ThreadWorker):
         conn.sock.setblocking(True)
         if not conn.initialized:
             conn.init()  # plain HTTP/1: makes the parser, reads nothing
-        conn.parser.unreader.unread(bytes(pending.buf))
+        conn.parser.unreader.unread(encode_target(bytes(pending.buf)))
         conn.data_ready = True
         conn.gh_deadline = pending.deadline
         conn.gh_partial_body = partial_body

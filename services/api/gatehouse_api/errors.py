@@ -84,7 +84,10 @@ def handle_domain(req: falcon.Request, resp: falcon.Response, exc: GatehouseErro
         # Disabled: the routes exist but are switched off (409); not installed: there are none (404).
         status = 409 if exc.installed else 404
         extra["module"] = exc.module
-    elif isinstance(exc, ValidationFailed | Conflict):
+    elif isinstance(exc, ValidationFailed):
+        extra["field"] = exc.field
+        extra["errors"] = [{"field": field, "message": message} for field, message in exc.errors]
+    elif isinstance(exc, Conflict):
         extra["field"] = exc.field
     elif isinstance(exc, StoreUnavailable):
         extra["store"] = exc.store

@@ -40,7 +40,10 @@ ERRORS = {
     ),
     413: "body too large",
     415: "body is not application/json",
-    422: "a field breaks a rule; `field` names it",
+    422: (
+        "a field breaks a rule (`code` VALIDATION_ERROR): `field` and `detail` name the first, "
+        "`errors` lists every invalid field found as {field, message}"
+    ),
     503: "a store is not answering (`code` STORE_UNAVAILABLE, `store` names it); retry after `Retry-After` seconds",
 }
 INFO = {"title": "Gatehouse", "version": "1", "description": "Job API and B2B admin API of Gatehouse."}

@@ -7,6 +7,7 @@ from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     ConfigDict,
@@ -31,6 +32,14 @@ from gatehouse.webhooks import tables as webhooks_tables
 NON_BLANK = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
 # Any text without NUL, empty included.
 NO_NUL = r"^[^\u0000]*$"
+# What a value breaking each pattern of these bodies is told, in words (a raw regex means nothing to a user).
+PATTERN_RULES = {
+    NON_BLANK: "must hold at least one visible character, and no NUL character",
+    NO_NUL: "must not contain a NUL character",
+    EMAIL_PATTERN: "must be an email address such as ops@example.com",
+    catalog.SKU_PATTERN: catalog.SKU_RULE,
+    catalog.CODE_PATTERN: catalog.CODE_RULE,
+}
 
 
 class Body(BaseModel):
@@ -46,7 +55,7 @@ class CreateAccount(Body):
 
 class ImportRequest(Body):
     kind: Literal["feeds", "report"]
-    dateFrom: date = Field(description="first day, YYYY-MM-DD")
+    dateFrom: date = Field(description="first day, YYYY-MM-DD, not after today (UTC)")
     dateTo: date = Field(description="last day, YYYY-MM-DD, not before dateFrom")
 
 
@@ -220,11 +229,23 @@ ATTRIBUTES_DOC = "{attribute code: string, number or boolean}; every code must b
 SOME_FIELD = ConfigDict(json_schema_extra={"minProperties": 1})
 
 
+def _currency(value: str) -> str:
+    if value not in catalog.CURRENCIES:
+        raise PydanticCustomError("currency", catalog.currency_problem(value))
+    return value
+
+
+# An active ISO 4217 code (the catalog's list), checked with the other fields of the body.
+Currency = Annotated[
+    str,
+    AfterValidator(_currency),
+    WithJsonSchema({"type": "string", "enum": sorted(catalog.CURRENCIES)}),
+]
+
+
 class PriceBody(Body):
     amount: Annotated[int, Field(ge=0, le=catalog.AMOUNT_MAX, description="minor units (e.g. grosze)")]
-    currency: Annotated[str, StringConstraints(pattern=catalog.CURRENCY_PATTERN)] = Field(
-        description="ISO 4217, e.g. PLN"
-    )
+    currency: Currency = Field(description="an active ISO 4217 code, e.g. PLN")
 
 
 class CreateProduct(Body):
@@ -307,6 +328,13 @@ class AttributeList(Reply):
     items: list[AttributeView]
 
 
+class FieldError(BaseModel):
+    """One invalid field of a request."""
+
+    field: str | None = Field(description="the field, as the body spells it (price.currency, items.0.sku)")
+    message: str = Field(description="what is wrong with it, in words, the field named first")
+
+
 class Problem(BaseModel):
     """RFC 9457 problem details, with a stable machine-readable code."""
 
@@ -315,7 +343,11 @@ class Problem(BaseModel):
     status: int
     detail: str
     code: str
-    field: str | None = None
+    field: str | None = Field(default=None, description="the offending field (the first of `errors`)")
+    errors: list[FieldError] | None = Field(
+        default=None,
+        description="with VALIDATION_ERROR: every invalid field found; the first is `field` and `detail`",
+    )
     store: Literal["postgresql", "redis"] | None = Field(
         default=None, description="with STORE_UNAVAILABLE: the store that is not answering"
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any
 
 from gatehouse.errors import Conflict, ValidationFailed
@@ -22,6 +23,21 @@ SKU_MAX = 100
 CODE_PATTERN = r"^[a-z][a-z0-9_]*$"
 CODE_MAX = 64
 CURRENCY_PATTERN = r"^[A-Z]{3}$"
+# The active ISO 4217 codes (iso4217.txt names its source and date).
+CURRENCIES = frozenset(
+    line.strip()
+    for line in resources.files(__package__).joinpath("iso4217.txt").read_text("ascii").splitlines()
+    if line.strip() and not line.startswith("#")
+)
+# The rules above in words, as errors say them.
+SKU_RULE = (
+    f"a sku is letters, digits and . _ : / -, starting with a letter or digit, at most {SKU_MAX} characters"
+)
+CODE_RULE = (
+    "an attribute code is lower-case letters, digits and _, starting with a letter, "
+    f"at most {CODE_MAX} characters"
+)
+CURRENCY_RULE = "must be a three-letter ISO 4217 currency code such as PLN"
 NAME_MAX = 500
 DESCRIPTION_MAX = 10_000
 LABEL_MAX = 200
@@ -90,11 +106,7 @@ def _text(value: str, field: str, *, max_len: int, blank_ok: bool = False) -> No
 
 def check_code(code: str, field: str = "code") -> None:
     if len(code) > CODE_MAX or not re.fullmatch(CODE_PATTERN, code):
-        raise ValidationFailed(
-            f"{field}: an attribute code is lower-case letters, digits and _, starting with a letter, "
-            f"at most {CODE_MAX} characters",
-            field=field,
-        )
+        raise ValidationFailed(f"{field}: {CODE_RULE}", field=field)
 
 
 def check_label(label: str, field: str = "label") -> None:
@@ -103,11 +115,7 @@ def check_label(label: str, field: str = "label") -> None:
 
 def check_sku(sku: str, field: str = "sku") -> None:
     if len(sku) > SKU_MAX or not re.fullmatch(SKU_PATTERN, sku):
-        raise ValidationFailed(
-            f"{field}: a sku is letters, digits and . _ : / -, starting with a letter or digit, "
-            f"at most {SKU_MAX} characters",
-            field=field,
-        )
+        raise ValidationFailed(f"{field}: {SKU_RULE}", field=field)
 
 
 def check_price(price: Price, field: str = "price") -> None:
@@ -115,10 +123,19 @@ def check_price(price: Price, field: str = "price") -> None:
         raise ValidationFailed(f"{field}.amount must be an integer (minor units)", field=f"{field}.amount")
     if not 0 <= price.amount <= AMOUNT_MAX:
         raise ValidationFailed(f"{field}.amount must be from 0 to {AMOUNT_MAX}", field=f"{field}.amount")
-    if not re.fullmatch(CURRENCY_PATTERN, price.currency):
-        raise ValidationFailed(
-            f"{field}.currency must be an ISO 4217 code such as PLN", field=f"{field}.currency"
-        )
+    check_currency(price.currency, f"{field}.currency")
+
+
+def check_currency(currency: str, field: str = "currency") -> None:
+    if currency not in CURRENCIES:
+        raise ValidationFailed(f"{field}: {currency_problem(currency)}", field=field)
+
+
+def currency_problem(currency: str) -> str:
+    """What is wrong with a currency that is not an active ISO 4217 code."""
+    if isinstance(currency, str) and re.fullmatch(CURRENCY_PATTERN, currency):
+        return f"{currency} is not an active ISO 4217 currency code (e.g. PLN, EUR, USD)"
+    return CURRENCY_RULE
 
 
 def check_status(status: str, field: str = "status") -> None:

@@ -83,6 +83,14 @@ class CatalogStore:
         with self.engine.connect() as conn:
             return ProductRecord(*one_or_404(conn, sql, {"id": product_id}, f"product {product_id}"))
 
+    @staticmethod
+    def missing_skus(tx: Tx, skus: list[str]) -> set[str]:
+        """Those of ``skus`` that no product has (read in ``tx``, beside the write that names them)."""
+        if not skus:
+            return set()
+        found = tx.conn.execute(text("SELECT sku FROM products WHERE sku = ANY(:skus)"), {"skus": skus})
+        return set(skus) - set(found.scalars())
+
     def list_products(
         self,
         *,

@@ -8,11 +8,14 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from gatehouse.catalog import CatalogStore
+from gatehouse.errors import ValidationFailed
 from gatehouse.modules import ModuleDisabled, ModuleStates
+from gatehouse.sweeps import rules
 from gatehouse.sweeps import sweep as sweeps
 from gatehouse.sweeps.store import SweepStore
 from gatehouse.sweeps.tables import CartRecord, PriceListRecord, RfqRecord
-from gatehouse.uow import UnitOfWork
+from gatehouse.uow import Tx, UnitOfWork
 
 log = logging.getLogger(__name__)
 
@@ -22,21 +25,38 @@ class SweepHandlers:
         self,
         uow: UnitOfWork,
         store: SweepStore,
+        catalog: CatalogStore,
         modules: ModuleStates,
         *,
         batch_size: int,
         abandon_after_ms: int,
     ) -> None:
-        self.uow, self.store, self.modules = uow, store, modules
+        # Carts build on the catalog: an item names a product by its sku.
+        self.uow, self.store, self.catalog, self.modules = uow, store, catalog, modules
         self.batch_size, self.abandon_after_ms = batch_size, abandon_after_ms
 
     def create_cart(self, customer_ref: str, items: list[dict[str, Any]]) -> CartRecord:
         with self.uow.begin() as tx:
+            self._require_products(tx, items)
             return self.store.create_cart(tx, customer_ref, items)
 
     def set_cart_items(self, cart_id: uuid.UUID, items: list[dict[str, Any]], *, actor: str) -> CartRecord:
         with self.uow.begin() as tx:
+            self._require_products(tx, items)
             return self.store.set_cart_items(tx, cart_id, items, actor=actor)
+
+    def _require_products(self, tx: Tx, items: list[dict[str, Any]]) -> None:
+        """Every item's sku is a product of the catalog; each one that is not is an error (``items.N.sku``)."""
+        rules.check_items(items)
+        missing = self.catalog.missing_skus(tx, [item["sku"] for item in items])
+        if missing:
+            raise ValidationFailed.of(
+                [
+                    (f"items.{n}.sku", f"items.{n}.sku: no product has the sku {item['sku']!r}")
+                    for n, item in enumerate(items)
+                    if item["sku"] in missing
+                ]
+            )
 
     def create_price_list(self, name: str, valid_from: datetime, valid_to: datetime) -> PriceListRecord:
         with self.uow.begin() as tx:

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import falcon
 
-from gatehouse import progress
+from gatehouse import digitization, progress
 from gatehouse.accounts import Accounts
-from gatehouse.errors import NotFound, ValidationFailed
+from gatehouse.errors import NotFound
 from gatehouse.handlers import JobHandlers
 from gatehouse.job_types import AUTOBIDDER_SYNC_USER, IMPORT_KINDS, REGISTRY, JobType
 from gatehouse.jobs import JobRecord, JobStore
@@ -108,13 +108,15 @@ class DigitizationImports(_Create):
         "Start a digitization import (feeds or report) for a period",
         (202, JobAccepted, "accepted, or the live job of this type (alreadyRunning)"),
         (400, 401, 404, 413, 415, 422),
+        notes={
+            422: "a field breaks a rule (`errors` lists each): e.g. dateFrom after today (UTC) or after dateTo"
+        },
         body=(ImportRequest, True),
     )
     def on_post(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_account(req, account_id)
         body = read_json(req, ImportRequest, max_bytes=self.max_body_bytes)
-        if body.dateFrom > body.dateTo:
-            raise ValidationFailed("dateFrom must not be after dateTo", field="dateTo")
+        digitization.check_period(body.dateFrom, body.dateTo, today=digitization.today_utc())
         payload = {"dateFrom": body.dateFrom.isoformat(), "dateTo": body.dateTo.isoformat()}
         self.accept(req, resp, IMPORT_KINDS[body.kind], account_id, payload)
 
