@@ -408,6 +408,29 @@ def test_replay_all_dead_since_queues_one_replay_job(client, cookie, wh, sql):
     assert bad.status_code == 422 and "since must be an ISO 8601 time" in bad.text
 
 
+def test_replay_since_of_a_disabled_endpoint_is_refused_as_a_single_replay_is(client, cookie, wh, sql):
+    e = endpoint(wh, HOOK).endpoint
+    d = delivery_of(wh, publish(wh))
+    kill(wh, d.id)
+    token = csrf(client, cookie)
+    wh.webhook_handlers.update_endpoint(e.id, enabled=False)
+
+    single = client.simulate_post(f"/v1/admin/webhooks/deliveries/{d.id}/replay", headers=ADMIN)
+    since = client.simulate_post(f"/v1/admin/webhooks/endpoints/{e.id}/replay", headers=ADMIN)
+
+    for refused in (single, since):
+        assert refused.status_code == 409, refused.text
+        assert refused.headers["content-type"] == "application/problem+json"
+        assert refused.json["code"] == "ENDPOINT_DISABLED"
+    assert since.json["field"] == "enabled"
+    # the console's form twin (a page rendered before the endpoint was disabled) says so too
+    page_answer = post(client, cookie, f"/console/webhooks/endpoints/{e.id}/replay", "since=", token=token)
+    assert page_answer.status_code == 409 and "is disabled: enable it first" in page_answer.text
+    assert sql("SELECT count(*) FROM jobs WHERE type = 'webhook.replay'")[0][0] == 0
+    missing = client.simulate_post(f"/v1/admin/webhooks/endpoints/{uuid.uuid4()}/replay", headers=ADMIN)
+    assert (missing.status_code, missing.json["code"]) == (404, "NOT_FOUND")
+
+
 def test_with_the_webhooks_module_off_pages_render_without_actions_and_actions_refuse(client, cookie, wh):
     e = endpoint(wh, HOOK).endpoint
     d = delivery_of(wh, publish(wh))

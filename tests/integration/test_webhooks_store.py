@@ -707,6 +707,19 @@ def test_start_replay_since_queues_one_replay_job(wh, db):
         wh.webhook_handlers.start_replay_since(uuid.uuid4(), None)
 
 
+def test_replay_since_of_a_disabled_endpoint_is_refused_when_asked(wh, db):
+    ep = endpoint(wh)
+    delivery_id, _ = send_test(wh, ep)
+    play(wh, delivery_id, "dead")
+    wh.webhook_handlers.update_endpoint(ep, enabled=False)
+
+    with Sending(wh) as sending, pytest.raises(Conflict) as refused:
+        wh.webhook_handlers.start_replay_since(ep, None)
+
+    assert (refused.value.code, refused.value.field) == ("ENDPOINT_DISABLED", "enabled")
+    assert db("SELECT id FROM jobs WHERE type = 'webhook.replay'") == [] and sending.sent == []
+
+
 # -- secrets -----------------------------------------------------------------------------------
 
 
