@@ -56,3 +56,17 @@ def test_log_level_is_a_level_name_in_any_case_and_nothing_else(monkeypatch):
 def test_the_broker_namespace_prefixes_every_key_so_it_is_non_empty_and_brace_free(namespace):
     with pytest.raises(ConfigurationError, match=r"BROKER_NAMESPACE: must be non-empty and without braces"):
         load_settings(broker_namespace=namespace)
+
+
+def test_public_url_defaults_to_the_local_api_and_loses_a_trailing_slash(monkeypatch):
+    monkeypatch.delenv("PUBLIC_URL", raising=False)
+    assert load_settings().public_url == "http://127.0.0.1:8000"
+    monkeypatch.setenv("PUBLIC_URL", " https://ops.example.com/gatehouse/ ")
+    assert load_settings().public_url == "https://ops.example.com/gatehouse"
+
+
+@pytest.mark.parametrize("bad", ["ops.example.com", "/console", "ftp://ops.example.com", "https://h/?a=1"])
+def test_public_url_must_be_an_absolute_http_url(monkeypatch, bad):
+    monkeypatch.setenv("PUBLIC_URL", bad)
+    with pytest.raises(ConfigurationError, match=r"PUBLIC_URL: must be an absolute http:// or https:// URL"):
+        load_settings()
