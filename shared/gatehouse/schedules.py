@@ -7,7 +7,9 @@ sweeps) enqueues one system job instead, through the same path (one live per
 type). SCHEDULES (JSON) overrides cron, max wait and
 enabled per schedule. The scheduler writes each schedule's last and next run
 to Redis (``ScheduleRuns``, under the deployment's prefix), so the API can show
-them without knowing cron.
+them without knowing cron. A schedule whose jobs belong to a module (a sweep:
+its queue is the module's) creates nothing while that module is off, timed or
+run now.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from redis import Redis
 
 from gatehouse import job_types as jt
 from gatehouse.gate.vocabulary import MAX_WAIT_FIELD
+from gatehouse.modules import Module, module_of_queue
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,11 @@ class Schedule:
     @property
     def actor(self) -> str:
         return f"schedule:{self.name}"
+
+    @property
+    def module(self) -> Module | None:
+        """The module its jobs belong to (it owns their queue); None: the core's, never off."""
+        return module_of_queue(self.job_type.queue)
 
     @property
     def max_wait(self) -> int | None:

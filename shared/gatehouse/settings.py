@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -190,6 +191,16 @@ class Settings(BaseSettings):
             raise ValueError(f"must be non-empty and without braces (got {value!r})")
         return value
 
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str) -> str:
+        url = urlsplit(value.strip())
+        if url.scheme not in ("http", "https") or not url.netloc or url.query or url.fragment:
+            raise ValueError(
+                f"must be an absolute http:// or https:// URL, like http://127.0.0.1:8000 (got {value!r})"
+            )
+        return value.strip().rstrip("/")
+
     @field_validator("database_url", "redis_url", "wb_api_base_url", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
@@ -269,6 +280,10 @@ class Settings(BaseSettings):
     smtp_timeout_ms: int = 10_000
     # The From: of every notification e-mail.
     mail_from: str = "Gatehouse <gatehouse@localhost>"
+    # Where operators reach the API and its console (scheme, host, port, any path
+    # prefix), as they would type it: an e-mail links to the console page of what it
+    # is about as PUBLIC_URL + that page's path. `make run` should set it from its port.
+    public_url: str = "http://127.0.0.1:8000"
 
     # Webhooks (the webhook.deliver job). The delays before attempts 1…8 (Svix's
     # schedule: at once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h), scaled like every

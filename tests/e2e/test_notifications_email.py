@@ -61,7 +61,7 @@ def notify_now(gh, user_id: uuid.UUID, title: str = "Akcja masowa zakończona") 
             kind="catalog.bulk_operation.completed",
             title=title,
             body="Przetworzono: 51, udane: 50, błędy: 1.",
-            link="/v1/admin/catalog/bulk-operations/op-1",
+            link="/console/bulk-operations/op-1",
         )
         [message] = tx.messages
     return Notified(notification_id, message)
@@ -73,15 +73,16 @@ def finished(gh, job_id: uuid.UUID):
 
 
 def test_a_notifications_email_is_received_exactly_once(gh, processes, smtp):
-    # Given a staff user, a worker and a running SMTP server
+    # Given a staff user, a worker (operators reach the console at PUBLIC_URL) and a running SMTP server
     smtp.start()
     user = gh.account_handlers.create_user("ala@example.com", "Ala Kowalska")
-    worker(processes, smtp)
+    worker(processes, smtp, PUBLIC_URL="https://ops.gh.test/gatehouse/")
 
     # When a notification is written and its message sent after commit
     notified = notify_now(gh, user.id)
 
-    # Then its e-mail arrives: plain text, to the user, from MAIL_FROM, with the body and the link
+    # Then its e-mail arrives: plain text, to the user, from MAIL_FROM, with the body and the link,
+    # absolute: the console page under PUBLIC_URL
     wait_until(lambda: smtp.inbox.messages, timeout=30, what="the e-mail")
     job = wait_until(lambda: finished(gh, notified.message.job_id), timeout=15, what="the e-mail job")
     assert job.state == "completed" and job.attempt == 1, job
@@ -93,7 +94,7 @@ def test_a_notifications_email_is_received_exactly_once(gh, processes, smtp):
     assert msg.get_content_type() == "text/plain"
     content = msg.get_content()
     assert "Przetworzono: 51, udane: 50, błędy: 1." in content
-    assert "/v1/admin/catalog/bulk-operations/op-1" in content
+    assert content.splitlines()[-1] == "https://ops.gh.test/gatehouse/console/bulk-operations/op-1"
     assert msg["Message-ID"] == f"<{notified.notification_id}@gatehouse>"
 
     # When its message is delivered again and reconciliation runs
@@ -173,7 +174,7 @@ def test_me_notifications_through_the_api(gh, processes):
     assert [i["notificationId"] for i in items] == [str(second), str(first)]
     assert set(items[0]) == {"notificationId", "kind", "title", "body", "link", "createdAt", "readAt"}
     assert items[0]["kind"] == "catalog.bulk_operation.completed" and items[0]["readAt"] is None
-    assert items[0]["link"] == "/v1/admin/catalog/bulk-operations/op-1"
+    assert items[0]["link"] == "/console/bulk-operations/op-1"  # in-app: the path as written
 
     # When they mark one read
     read = api.post(f"/v1/me/notifications/{first}/read", headers=ala_key)

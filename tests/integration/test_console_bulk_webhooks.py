@@ -101,6 +101,18 @@ def full_product_operation(gh: Components, name: str) -> tuple[uuid.UUID, uuid.U
     return op.id, by_sku["FULL-1"]
 
 
+def row_of(html: str, operation_id) -> str:
+    found = re.search(rf'<tr data-operation="{operation_id}">(.*?)</tr>', html, re.S)
+    assert found, f"no row of operation {operation_id}"
+    return found.group(1)
+
+
+def bar(html: str) -> dict[str, int]:
+    """The counters the (first) bar of ``html`` draws."""
+    svg = re.search(r'<svg class="bar[^"]*"[^>]*>', html, re.S).group(0)
+    return {k: int(v) for k, v in re.findall(r'data-(total|processed|succeeded|failed)="(\d+)"', svg)}
+
+
 # -- Bulk actions ------------------------------------------------------------------
 
 
@@ -113,7 +125,8 @@ def test_bulk_operations_by_status_with_their_counters_and_bars(client, cookie, 
     html = page(client, cookie, "/console/bulk-operations")
     assert html.index(str(queued.id)) < html.index(str(done.id))  # newest first
     assert "10 / 10" in html and "0 / 60" in html
-    assert '<progress max="60" value="0"' in html and '<progress max="10" value="10"' in html
+    assert bar(row_of(html, queued.id)) == {"total": 60, "processed": 0, "succeeded": 0, "failed": 0}
+    assert bar(row_of(html, done.id)) == {"total": 10, "processed": 10, "succeeded": 10, "failed": 0}
     assert 'id="operations" data-live' in html and "admin token" in html
 
     pending = page(client, cookie, "/console/bulk-operations?status=pending")
@@ -129,13 +142,44 @@ def test_a_bulk_operation_page_shows_what_it_applies_and_its_failed_items_as_tex
 
     html = page(client, cookie, f"/console/bulk-operations/{op_id}")
 
-    assert "2 / 2" in html and '<progress max="2" value="2"' in html
+    assert "2 / 2" in html and bar(html) == {"total": 2, "processed": 2, "succeeded": 1, "failed": 1}
     assert 'id="operation" data-live' in html and 'id="failures" data-live' in html
     assert "Set attributes" in html and "a100" in html  # the patch as sent
     assert str(full_id) in html and "FULL-1" in html
     assert f"more than {ATTRIBUTES_MAX} attributes" in html
     assert XSS not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert page(client, cookie, f"/console/bulk-operations/{uuid.uuid4()}", 404)
+
+
+def test_an_operation_with_failed_items_shows_them_as_failures_not_as_a_plain_success(client, cookie, wh):
+    with_failure, _ = full_product_operation(wh, "Стул")  # 1 patched, 1 failed
+    products(wh, 3)
+    fresh = [p.id for p in wh.catalog.list_products(limit=10) if p.sku.startswith("B-")]
+    clean = operation(wh, fresh, ProductPatch(name="Z"), {"patch": {"name": "Z"}})
+    assert (wh.bulk.get(with_failure).status, clean.status) == ("completed", "completed")
+
+    listed = page(client, cookie, "/console/bulk-operations")
+    detail = page(client, cookie, f"/console/bulk-operations/{with_failure}")
+
+    for html in (row_of(listed, with_failure), detail):
+        # a warning badge, not the green one; the failed part of the bar in its own colour
+        assert (
+            '<span class="badge warn" data-status="completed" data-failed="1">completed with 1 failed</span>'
+            in html
+        )
+        assert 'class="badge ok"' not in html
+        assert '<svg class="bar with-failures"' in html
+        assert '<rect class="bar-succeeded" x="0" y="0" width="1"' in html
+        assert '<rect class="bar-failed" x="1" y="0" width="1"' in html
+        assert "1 succeeded, 1 failed" in html and '<strong class="failed-count">failed 1</strong>' in html
+    assert '<div class="card failed">Failed<b data-failed-count>1</b>' in detail
+    ok = row_of(listed, clean.id)
+    assert '<span class="badge ok" data-status="completed">completed</span>' in ok
+    assert "with-failures" not in ok and '<rect class="bar-failed" x="3" y="0" width="0"' in ok
+    # the stylesheet gives the two parts different colours
+    css = client.simulate_get("/console/static/console.css").text
+    assert "svg.bar .bar-succeeded { fill: var(--accent); }" in css
+    assert "svg.bar .bar-failed { fill: var(--bad); }" in css
 
 
 def test_failed_items_page_fifty_at_a_time_in_the_console_and_the_json_api(client, cookie, wh):
@@ -406,6 +450,29 @@ def test_replay_all_dead_since_queues_one_replay_job(client, cookie, wh, sql):
     assert payload["since"] is None
     bad = post(client, cookie, path, "since=yesterday")
     assert bad.status_code == 422 and "since must be an ISO 8601 time" in bad.text
+
+
+def test_replay_since_of_a_disabled_endpoint_is_refused_as_a_single_replay_is(client, cookie, wh, sql):
+    e = endpoint(wh, HOOK).endpoint
+    d = delivery_of(wh, publish(wh))
+    kill(wh, d.id)
+    token = csrf(client, cookie)
+    wh.webhook_handlers.update_endpoint(e.id, enabled=False)
+
+    single = client.simulate_post(f"/v1/admin/webhooks/deliveries/{d.id}/replay", headers=ADMIN)
+    since = client.simulate_post(f"/v1/admin/webhooks/endpoints/{e.id}/replay", headers=ADMIN)
+
+    for refused in (single, since):
+        assert refused.status_code == 409, refused.text
+        assert refused.headers["content-type"] == "application/problem+json"
+        assert refused.json["code"] == "ENDPOINT_DISABLED"
+    assert since.json["field"] == "enabled"
+    # the console's form twin (a page rendered before the endpoint was disabled) says so too
+    page_answer = post(client, cookie, f"/console/webhooks/endpoints/{e.id}/replay", "since=", token=token)
+    assert page_answer.status_code == 409 and "is disabled: enable it first" in page_answer.text
+    assert sql("SELECT count(*) FROM jobs WHERE type = 'webhook.replay'")[0][0] == 0
+    missing = client.simulate_post(f"/v1/admin/webhooks/endpoints/{uuid.uuid4()}/replay", headers=ADMIN)
+    assert (missing.status_code, missing.json["code"]) == (404, "NOT_FOUND")
 
 
 def test_with_the_webhooks_module_off_pages_render_without_actions_and_actions_refuse(client, cookie, wh):

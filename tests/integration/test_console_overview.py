@@ -164,6 +164,44 @@ def test_run_now_without_the_token_or_for_no_schedule_sends_nothing(client, cook
     assert gh.redis.llen(FANOUT) == 0
 
 
+def test_a_schedule_of_a_module_that_is_off_says_so_and_run_now_refuses_it(client, cookie, gh):
+    def listed(name: str) -> tuple:
+        items = client.simulate_get("/v1/admin/schedules", headers=ADMIN).json["items"]
+        [item] = [i for i in items if i["name"] == name]
+        return item["module"], item["moduleEnabled"]
+
+    assert listed("cart-abandonment") == ("carts", True) and listed("rnp-ads") == (None, True)
+    token = csrf_of(client.simulate_get("/console/schedules", headers=cookie).text)
+    gh.module_handlers.set_module("carts", enabled=False, by="test")
+
+    # The JSON list says it; Run now is refused with the module, sends nothing and moves no last run
+    assert listed("cart-abandonment") == ("carts", False) and listed("rfq-expiry") == ("rfq", True)
+    refused = client.simulate_post("/v1/admin/schedules/cart-abandonment/run", headers=ADMIN)
+    assert refused.status_code == 409 and refused.headers["content-type"] == "application/problem+json"
+    assert (refused.json["code"], refused.json["module"]) == ("MODULE_DISABLED", "carts")
+    # the console: the row shows the schedule off with its module and offers no Run now
+    page = client.simulate_get("/console/schedules", headers=cookie).text
+    off = re.search(r'<tr data-schedule="cart-abandonment" data-module-off="carts">(.*?)</tr>', page, re.S)
+    assert off, "the cart-abandonment row is not marked off"
+    assert "off: module carts" in off.group(1) and "Run now" not in off.group(1)
+    assert "Run now" in row(page, "schedule", "rfq-expiry")
+    # a Run now posted anyway (a page from before) answers the error on a page, not "Tick sent"
+    posted = client.simulate_post(
+        "/console/schedules/cart-abandonment/run", body=f"csrf={token}", headers={**cookie, **FORM}
+    )
+    assert posted.status_code == 409 and posted.headers["content-type"].startswith("text/html")
+    assert "the carts module is disabled" in posted.text
+    assert gh.redis.llen(FANOUT) == 0
+    assert gh.schedule_runs.runs("cart-abandonment") == (None, None)
+    # a module that is not installed: 404, as its routes answer
+    gh.module_handlers.set_module("carts", installed=False, by="test")
+    gone = client.simulate_post("/v1/admin/schedules/cart-abandonment/run", headers=ADMIN)
+    assert (gone.status_code, gone.json["code"], gone.json["module"]) == (404, "MODULE_DISABLED", "carts")
+    # switched on again, it runs
+    gh.module_handlers.set_module("carts", installed=True, enabled=True, by="test")
+    assert client.simulate_post("/v1/admin/schedules/cart-abandonment/run", headers=ADMIN).status_code == 202
+
+
 def test_the_note_names_only_a_schedule(client, cookie):
     page = client.simulate_get("/console/schedules?ran=<script>alert(1)</script>", headers=cookie).text
     assert "Tick sent" not in page and "<script>alert(1)" not in page

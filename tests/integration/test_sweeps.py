@@ -405,6 +405,9 @@ def test_a_single_job_tick_makes_one_job_and_none_while_its_module_is_off(gh, sq
     gh.module_handlers.set_module("carts", enabled=False, by="test")
     assert fan_out(by_name["cart-abandonment"], **ticks(gh)) == (0, 0)
     assert sql("SELECT count(*) FROM jobs WHERE type = 'carts.abandonment-sweep'")[0][0] == 0
+    # a tick that created nothing is not its schedule's last run
+    assert gh.schedule_runs.runs("cart-abandonment")[0] is None
+    assert gh.schedule_runs.runs("price-list-status")[0] is not None
 
 
 # -- the API -------------------------------------------------------------------------------
@@ -551,13 +554,13 @@ def test_the_routes_of_a_module_that_is_off_answer_module_disabled(client, gh):
 
 def test_the_schedules_list_the_three_sweeps_as_single_jobs(client):
     items = {i["name"]: i for i in client.simulate_get("/v1/admin/schedules", headers=ADMIN).json["items"]}
-    for name, job_type, cron in (
-        ("cart-abandonment", "carts.abandonment-sweep", "0 * * * *"),
-        ("price-list-status", "price_lists.status-sweep", "*/5 * * * *"),
-        ("rfq-expiry", "rfq.expiry-sweep", "*/5 * * * *"),
+    for name, job_type, cron, module in (
+        ("cart-abandonment", "carts.abandonment-sweep", "0 * * * *", "carts"),
+        ("price-list-status", "price_lists.status-sweep", "*/5 * * * *", "price_lists"),
+        ("rfq-expiry", "rfq.expiry-sweep", "*/5 * * * *", "rfq"),
     ):
         assert items[name] == {
             "name": name, "jobType": job_type, "cron": cron, "maxWaitMs": None, "perAccount": False,
-            "enabled": True, "lastRun": None, "nextRun": None,
+            "enabled": True, "module": module, "moduleEnabled": True, "lastRun": None, "nextRun": None,
         }  # fmt: skip
-    assert items["rnp-ads"]["perAccount"] is True
+    assert items["rnp-ads"]["perAccount"] is True and items["rnp-ads"]["module"] is None

@@ -29,12 +29,14 @@ from gatehouse.catalog.bulk import Selection
 from gatehouse.composition import Components, bootstrap
 from gatehouse.errors import Conflict, NotFound
 from gatehouse.events import Event, EventBus
-from gatehouse.job_types import IMPORT_USER_FEEDS, WEBHOOK_DELIVER, WEBHOOK_QUEUE
+from gatehouse.job_types import IMPORT_USER_FEEDS, WEBHOOK_DELIVER, WEBHOOK_QUEUE, WEBHOOK_REPLAY
 from gatehouse.models import Account
 from gatehouse.uow import UnitOfWork
 from gatehouse.webhooks import signing
 from gatehouse.webhooks.store import Answer, Attempt, Run
-from gatehouse_worker.wiring import job_runtime
+from gatehouse_worker.jobs.webhooks import replay_dead as replay_dead_body
+from gatehouse_worker.runtime import bind
+from gatehouse_worker.wiring import body_collaborators, job_runtime
 from tests.support.processes import wait_until
 
 LOOPBACK = ["127.0.0.0/8", "::1"]
@@ -705,6 +707,42 @@ def test_start_replay_since_queues_one_replay_job(wh, db):
     assert [s.job_id for s in sent] == [job.id]
     with pytest.raises(NotFound):
         wh.webhook_handlers.start_replay_since(uuid.uuid4(), None)
+
+
+def test_the_replay_job_counts_the_deliveries_it_replayed_not_their_jobs(wh, db):
+    ep = endpoint(wh)
+    # two dead deliveries of one delivery job, and a third of its own
+    [batch] = publish(wh, Event("webhook.test", {"n": 1}), Event("webhook.test", {"n": 2}))
+    run = begin_run(wh, batch.job_id)
+    end_run(wh, run, [(a, Answer(500, 12), "dead") for a in run.attempts])
+    alone, _ = send_test(wh, ep)
+    play(wh, alone, "dead")
+    job = wh.webhook_handlers.start_replay_since(ep, None)
+
+    # the job run as a worker runs it: the body through the job runtime
+    body = bind(replay_dead_body, body_collaborators(wh))
+    with Sending(wh) as sending:
+        job_runtime(wh).run(WEBHOOK_REPLAY, body, str(job.id), 1)
+
+    done = wh.jobs.get(job.id)
+    assert (done.state, done.result) == ("completed", {"replayed": 3})
+    # the three went out together, as one new series (one delivery job)
+    [series] = [s for s in sending.sent if s.actor == WEBHOOK_DELIVER.name]
+    assert {d.status for d in deliveries(db)} == {"pending"}
+    assert {d.job_id for d in deliveries(db)} == {series.job_id}
+
+
+def test_replay_since_of_a_disabled_endpoint_is_refused_when_asked(wh, db):
+    ep = endpoint(wh)
+    delivery_id, _ = send_test(wh, ep)
+    play(wh, delivery_id, "dead")
+    wh.webhook_handlers.update_endpoint(ep, enabled=False)
+
+    with Sending(wh) as sending, pytest.raises(Conflict) as refused:
+        wh.webhook_handlers.start_replay_since(ep, None)
+
+    assert (refused.value.code, refused.value.field) == ("ENDPOINT_DISABLED", "enabled")
+    assert db("SELECT id FROM jobs WHERE type = 'webhook.replay'") == [] and sending.sent == []
 
 
 # -- secrets -----------------------------------------------------------------------------------

@@ -76,3 +76,17 @@ def test_a_replaced_setting_stops_the_process_naming_its_successor(monkeypatch, 
     monkeypatch.setenv(old, "0.0.0.0:8000")
     with pytest.raises(ConfigurationError, match=rf"{old} was replaced by {new}"):
         load_settings()
+
+
+def test_public_url_defaults_to_the_local_api_and_loses_a_trailing_slash(monkeypatch):
+    monkeypatch.delenv("PUBLIC_URL", raising=False)
+    assert load_settings().public_url == "http://127.0.0.1:8000"
+    monkeypatch.setenv("PUBLIC_URL", " https://ops.example.com/gatehouse/ ")
+    assert load_settings().public_url == "https://ops.example.com/gatehouse"
+
+
+@pytest.mark.parametrize("bad", ["ops.example.com", "/console", "ftp://ops.example.com", "https://h/?a=1"])
+def test_public_url_must_be_an_absolute_http_url(monkeypatch, bad):
+    monkeypatch.setenv("PUBLIC_URL", bad)
+    with pytest.raises(ConfigurationError, match=r"PUBLIC_URL: must be an absolute http:// or https:// URL"):
+        load_settings()

@@ -51,7 +51,7 @@ def create_app(c: Components) -> falcon.App:
     bulk_views = bulk.BulkViews(c.bulk)
     webhook_views = webhooks.WebhookViews(c.webhooks)
     webhook_actions = webhooks.WebhookActions(c.webhook_handlers)
-    schedule_views = admin.ScheduleViews(schedules(s.schedules), c.schedule_runs, c.dispatcher)
+    schedule_views = admin.ScheduleViews(schedules(s.schedules), c.schedule_runs, c.dispatcher, c.modules)
     overview_views = overview.OverviewViews(
         Operations(c.engine, c.redis, s.broker_namespace, c.modules, c.liveness),
         schedule_views,

@@ -163,7 +163,14 @@ class ScheduleView(Reply):
     cron: str = Field(description="minute hour day month weekday, in UTC")
     maxWaitMs: int | None = Field(description="how long a job of the tick may wait for its account's gate")
     perAccount: bool = Field(description="true: a tick is a job per active account; false: one job (a sweep)")
-    enabled: bool
+    enabled: bool = Field(description="false: no cron (an admin may still run it now)")
+    module: str | None = Field(
+        description="the platform module its jobs belong to; null: the core's (never off)"
+    )
+    moduleEnabled: bool | None = Field(
+        description="false: its module is disabled or not installed, so its ticks create nothing and "
+        "run now answers MODULE_DISABLED; null: unknown (the overview, PostgreSQL not answering)"
+    )
     lastRun: datetime | None
     nextRun: datetime | None
 

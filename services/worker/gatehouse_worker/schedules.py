@@ -3,7 +3,8 @@
 Each schedule's tick is a fan-out orchestrator: it creates one job of its type
 per active account through the ordinary idempotent path and never calls WB or
 takes a gate. A single-job schedule's tick (a sweep) creates one system job the
-same way; the job does the work. A tick of a module that is off creates nothing.
+same way; the job does the work. A tick of a module that is off creates nothing
+(and is not recorded as the schedule's last run).
 A disabled schedule keeps its actor (an admin may still run it) but gets no cron.
 """
 
@@ -18,7 +19,7 @@ from periodiq import cron
 
 from gatehouse import metrics
 from gatehouse.accounts import Accounts
-from gatehouse.modules import ModuleStates, module_of_queue
+from gatehouse.modules import ModuleStates
 from gatehouse.schedules import FANOUT_QUEUE, Schedule, ScheduleRuns
 
 log = logging.getLogger(__name__)
@@ -36,9 +37,9 @@ def fan_out(
     """One job per active account (a single-job schedule: one job); returns (created, already running)."""
     payload = schedule.payload()
     created = running = 0
-    module = module_of_queue(schedule.job_type.queue)
+    module = schedule.module
     if module is not None and not modules.state(module.name, fresh=True).on:
-        runs.record_run(schedule.name, datetime.now(UTC))
+        # Not a run: its last run stays the last tick that created jobs.
         log.info("%s: module %s is off; nothing created", schedule.name, module.name)
         return created, running
     for account_id in accounts.active_ids() if schedule.per_account else [None]:

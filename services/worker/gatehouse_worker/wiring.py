@@ -122,6 +122,7 @@ def body_collaborators(c: Components) -> dict[str, Any]:
         "sweeps": c.sweep_handlers,
         "notifications": c.notifications,
         "smtp": SmtpConfig(s.smtp_url, s.mail_from, s.smtp_timeout_ms),
+        "public_url": s.public_url,  # notification e-mails link to PUBLIC_URL + a console path
         "data": WbData(c.engine),
         "report_page_rows": s.wb_report_page_rows,
         "redis": c.redis,

@@ -431,6 +431,10 @@ class Reindex:
     already_running: bool
 
 
+# Where the console shows an operation (and its failed items): + /{id}.
+CONSOLE_PAGE = "/console/bulk-operations"
+
+
 def event_of_end(op: OperationRecord) -> Event:
     """``catalog.bulk_operation.completed|failed`` or ``catalog.search_reindex.completed|failed``."""
     kind = "search_reindex" if op.type == "search_reindex" else "bulk_operation"
@@ -452,7 +456,10 @@ def event_of_end(op: OperationRecord) -> Event:
 
 
 def end_notice(op: OperationRecord) -> dict[str, Any] | None:
-    """What an ended asynchronous operation tells its requester (None: started with the admin token)."""
+    """What an ended asynchronous operation tells its requester (None: started with the admin token).
+
+    Its link is the operation's console page (a path; its e-mail makes it absolute with PUBLIC_URL).
+    """
     if op.requester is None:
         return None
     ok = op.status == "completed"
@@ -470,7 +477,7 @@ def end_notice(op: OperationRecord) -> dict[str, Any] | None:
         "kind": kind,
         "title": title,
         "body": counts + reason,
-        "link": f"/v1/admin/catalog/bulk-operations/{op.id}",
+        "link": f"{CONSOLE_PAGE}/{op.id}",
     }
 
 

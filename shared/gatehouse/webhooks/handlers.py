@@ -24,7 +24,7 @@ import httpx
 from dramatiq.common import current_millis
 
 from gatehouse import progress as P
-from gatehouse.errors import JobPaused, PermanentJobError, RetryLater, ValidationFailed
+from gatehouse.errors import Conflict, JobPaused, PermanentJobError, RetryLater, ValidationFailed
 from gatehouse.jobs import Accepted
 from gatehouse.uow import UnitOfWork
 from gatehouse.webhooks import sender, signing
@@ -121,8 +121,19 @@ class WebhookHandlers:
             return self.webhooks.replay(tx, delivery_id)
 
     def start_replay_since(self, endpoint_id: uuid.UUID, since: datetime | None) -> Accepted:
-        """Queue the job that replays the endpoint's dead deliveries since ``since`` (all when None)."""
+        """Queue the job that replays the endpoint's dead deliveries since ``since`` (all when None).
+
+        A disabled endpoint is refused now (ENDPOINT_DISABLED, as a single replay is): its job
+        would replay nothing, since a replay takes only an enabled endpoint's deliveries.
+        """
         with self.uow.begin() as tx:
+            endpoint = self.webhooks.get_endpoint(endpoint_id, tx.conn)
+            if not endpoint.enabled:
+                raise Conflict(
+                    f"webhook endpoint {endpoint_id} is disabled: enable it first",
+                    field="enabled",
+                    code="ENDPOINT_DISABLED",
+                )
             return self.webhooks.start_replay_since(tx, endpoint_id, since)
 
     def replay_dead(

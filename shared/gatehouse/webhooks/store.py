@@ -470,7 +470,6 @@ class WebhookStore:
 
     def start_replay_since(self, tx: Tx, endpoint_id: uuid.UUID, since: datetime | None) -> Accepted:
         """Queue the job that replays the endpoint's dead deliveries since ``since`` (all when None)."""
-        self.get_endpoint(endpoint_id, tx.conn)
         job, _ = self.jobs.create(
             tx,
             WEBHOOK_REPLAY,

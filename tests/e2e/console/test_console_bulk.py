@@ -59,7 +59,7 @@ def test_a_bulk_operation_counter_reaches_the_total_without_a_reload(console, pr
     page = console.open(f"/console/bulk-operations/{op.id}")
     counter = page.locator("#operation [data-counter]")
     expect(counter).to_have_text(f"0 / {TOTAL}")
-    expect(page.locator("#operation progress")).to_have_attribute("max", str(TOTAL))
+    expect(page.locator("#operation svg.bar")).to_have_attribute("data-total", str(TOTAL))
     assert page.locator("#operation").get_attribute("data-live") is not None
     page.evaluate("window.__sameDocument = 'yes'")
     refreshed = page.evaluate("document.body.dataset.refreshedAt || ''")
@@ -81,7 +81,8 @@ def test_a_bulk_operation_counter_reaches_the_total_without_a_reload(console, pr
 
     wait_until(done, timeout=90, interval=0.1, what="the counter to reach the total")
     assert seen[0] < TOTAL and seen == sorted(seen), seen
-    expect(page.locator("#operation progress")).to_have_attribute("value", str(TOTAL))
+    expect(page.locator("#operation svg.bar")).to_have_attribute("data-processed", str(TOTAL))
+    expect(page.locator("#operation svg.bar .bar-succeeded")).to_have_attribute("width", str(TOTAL))
     expect(page.locator("#operation .badge")).to_have_text("completed")
     assert page.evaluate("window.__sameDocument") == "yes"  # never reloaded
     assert page.evaluate("performance.getEntriesByType('navigation').length") == 1
@@ -95,12 +96,16 @@ def test_a_bulk_operation_counter_reaches_the_total_without_a_reload(console, pr
     page = console.open("/console/bulk-operations?status=completed")
     row = page.locator(f"tr[data-operation='{op.id}']")
     expect(row.locator("[data-counter]")).to_have_text(f"{TOTAL} / {TOTAL}")
-    expect(row.locator("progress")).to_have_attribute("value", str(TOTAL))
+    expect(row.locator("svg.bar .bar-succeeded")).to_have_attribute("width", str(TOTAL))
     console.shot("bulk-operations")
     assert console.axe() == []
 
 
-def test_a_failed_items_product_name_renders_as_text(console, gh):
+def fill(page, selector: str) -> str:
+    return page.locator(selector).evaluate("el => getComputedStyle(el).fill")
+
+
+def test_a_failed_items_product_name_renders_as_text_and_the_operation_shows_its_failure(console, gh):
     dialogs: list[str] = []
     console.page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     codes = [f"c{i}" for i in range(ATTRIBUTES_MAX + 1)]
@@ -124,4 +129,17 @@ def test_a_failed_items_product_name_renders_as_text(console, gh):
     expect(row).to_contain_text(f"more than {ATTRIBUTES_MAX} attributes")
     assert page.locator("#failures script").count() == 0
     assert dialogs == []
+    assert console.axe() == []
+    # Its one item failed: not a green "completed" and a full blue bar, but a warning and a red part
+    expect(page.locator("#operation .badge")).to_have_text("completed with 1 failed")
+    expect(page.locator("#operation .badge")).to_have_class(re.compile(r"\bwarn\b"))
+    expect(page.locator("#operation svg.bar .bar-failed")).to_have_attribute("width", "1")
+    assert fill(page, "#operation svg.bar .bar-failed") == "rgb(164, 14, 38)"  # --bad
+    assert fill(page, "#operation svg.bar .bar-succeeded") == "rgb(11, 92, 173)"  # --accent
+    console.shot("bulk-operation-with-failures")
+    page = console.open("/console/bulk-operations")
+    row = page.locator(f"tr[data-operation='{op.id}']")
+    expect(row.locator(".badge")).to_have_text("completed with 1 failed")
+    expect(row).to_contain_text("failed 1")
+    assert fill(page, f"tr[data-operation='{op.id}'] svg.bar .bar-failed") == "rgb(164, 14, 38)"
     assert console.axe() == []

@@ -8,6 +8,7 @@ import falcon
 
 from gatehouse.dispatch import Dispatcher
 from gatehouse.errors import NotFound
+from gatehouse.modules import ModuleStates
 from gatehouse.schedules import FANOUT_QUEUE, Schedule, ScheduleRuns
 from gatehouse_api.auth import require_admin
 from gatehouse_api.openapi import contract
@@ -34,14 +35,24 @@ class AccountGate:
 class ScheduleViews:
     """The schedules as the API and the console show them, and an operator's "run now"."""
 
-    def __init__(self, schedules: dict[str, Schedule], runs: ScheduleRuns, dispatcher: Dispatcher) -> None:
-        self.schedules, self.runs, self.dispatcher = schedules, runs, dispatcher
+    def __init__(
+        self,
+        schedules: dict[str, Schedule],
+        runs: ScheduleRuns,
+        dispatcher: Dispatcher,
+        modules: ModuleStates,
+    ) -> None:
+        self.schedules, self.runs, self.dispatcher, self.modules = schedules, runs, dispatcher, modules
 
-    def all(self) -> list[ScheduleView]:
-        """Each schedule with its cron (UTC), max wait, last and next run."""
+    def all(self, *, modules_known: bool = True) -> list[ScheduleView]:
+        """Each schedule with its cron (UTC), max wait, last and next run, and its module's state.
+
+        ``modules_known=False`` (the overview, PostgreSQL not answering): moduleEnabled is null.
+        """
         items = []
         for s in self.schedules.values():
             last, next_ = self.runs.runs(s.name)
+            module = s.module
             items.append(
                 ScheduleView(
                     name=s.name,
@@ -50,6 +61,10 @@ class ScheduleViews:
                     maxWaitMs=s.max_wait,
                     perAccount=s.per_account,
                     enabled=s.enabled,
+                    module=module.name if module else None,
+                    moduleEnabled=(module is None or self.modules.state(module.name).on)
+                    if modules_known
+                    else None,
                     lastRun=last,
                     nextRun=next_ if s.enabled else None,
                 )
@@ -57,10 +72,16 @@ class ScheduleViews:
         return items
 
     def run(self, name: str) -> dict:
-        """Send a schedule's tick now, as the scheduler would; NotFound for a name no schedule has."""
+        """Send a schedule's tick now, as the scheduler would.
+
+        NotFound for a name no schedule has; ModuleDisabled (nothing sent, its last run unmoved)
+        while the module its jobs belong to is off, since its tick would create nothing.
+        """
         schedule = self.schedules.get(name)
         if schedule is None:
             raise NotFound(f"schedule {name} not found")
+        if schedule.module is not None:
+            self.modules.require(schedule.module.name, fresh=True)
         message = self.dispatcher.tick(FANOUT_QUEUE, schedule.actor)
         return ScheduleRun(name=name, messageId=message.message_id).model_dump(mode="json")
 
@@ -87,7 +108,15 @@ class RunSchedule:
     def __init__(self, views: ScheduleViews) -> None:
         self.views = views
 
-    @contract("Fire a schedule's tick now (admin)", (202, ScheduleRun, "the tick is queued"), (401, 403, 404))
+    @contract(
+        "Fire a schedule's tick now (admin)",
+        (202, ScheduleRun, "the tick is queued"),
+        (401, 403, 404, 409),
+        notes={
+            404: "NOT_FOUND: no schedule of that name; MODULE_DISABLED (with `module`): its module is not installed",
+            409: "MODULE_DISABLED (with `module`): the module its jobs belong to is disabled; nothing is sent",
+        },
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
         require_admin(req)
         resp.status = 202

@@ -116,7 +116,7 @@ def overview_view(snap: Snapshot, schedules: ScheduleViews) -> dict:
             )
             for w in snap.workers
         ],
-        schedules=schedules.all() if redis else None,
+        schedules=schedules.all(modules_known=snap.stores.get("postgresql") == "ok") if redis else None,
     ).model_dump(mode="json")
 
 

@@ -242,12 +242,16 @@ class SendTest(_Resource):
 
 
 class ReplayEndpoint(_Resource):
-    """Replay every dead delivery of the endpoint (since ``since``): one queued job does it."""
+    """Replay every dead delivery of the endpoint (since ``since``): one queued job does it.
+
+    A disabled endpoint answers 409 ENDPOINT_DISABLED, as a single delivery's replay does.
+    """
 
     @contract(
         "Replay the endpoint's dead deliveries (since a time): one queued job",
         (202, ReplayQueued, "queued"),
-        (401, 403, 404, 422),
+        (401, 403, 404, 409, 422),
+        notes={409: "ENDPOINT_DISABLED: the endpoint is disabled (enable it first)"},
         params=[query("since", format="date-time")],
     )
     def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:

@@ -66,7 +66,13 @@ def smtp_server(smtp_url: str | None) -> SmtpServer:
     )
 
 
-def message(of: EmailOf, mail_from: str) -> EmailMessage:
+def absolute(link: str, public_url: str) -> str:
+    """A path (the console page of what it is about) as PUBLIC_URL + path; a full URL as it is."""
+    return public_url.rstrip("/") + link if link.startswith("/") else link
+
+
+def message(of: EmailOf, mail_from: str, public_url: str) -> EmailMessage:
+    """The e-mail of a notification; its link absolute (a mail client has no page to resolve a path against)."""
     n = of.notification
     msg = EmailMessage()
     msg["From"] = mail_from
@@ -76,7 +82,7 @@ def message(of: EmailOf, mail_from: str) -> EmailMessage:
     msg["Message-ID"] = f"<{n.id}@gatehouse>"
     lines = [n.body]
     if n.link:
-        lines += ["", n.link]
+        lines += ["", absolute(n.link, public_url)]
     msg.set_content("\n".join(lines) + "\n")
     return msg
 
@@ -91,12 +97,12 @@ def send(server: SmtpServer, msg: EmailMessage, timeout_s: float) -> None:
 
 @job(NOTIFICATION_EMAIL)
 def notification_email(
-    ctx: JobContext, notifications: NotificationStore, smtp: SmtpConfig
+    ctx: JobContext, notifications: NotificationStore, smtp: SmtpConfig, public_url: str
 ) -> dict[str, Any] | None:
     server = smtp_server(smtp.url)
     of = notifications.email_of(uuid.UUID(ctx.payload["notificationId"]))
     if of is None:
         return {"sent": False, "reason": "notification-gone"}
     ctx.ensure_held()
-    send(server, message(of, smtp.mail_from), smtp.timeout_ms / 1000)
+    send(server, message(of, smtp.mail_from, public_url), smtp.timeout_ms / 1000)
     return None
