@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import shlex
 import signal
 import socket
 import subprocess
@@ -49,8 +50,7 @@ def kept_secret(path: Path, configured: SecretStr | None, generate: Callable[[],
         return configured.get_secret_value()
     if not path.exists():
         path.write_text(generate())
-        path.chmod(0o600)
-    return path.read_text().strip()
+        return path.read_text().strip()
 
 
 def seed_demo_account(env: dict[str, str]) -> None:
@@ -99,6 +99,24 @@ def http_url(host: str, port: int) -> str:
     """The URL this machine reaches host:port at (a wildcard address is reached on loopback)."""
     host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+# What a command run by hand needs to act on this run (`set -a; . var/make-run.env; set +a`).
+SHARED_SETTINGS = (
+    "DATABASE_URL",
+    "REDIS_URL",
+    "ADMIN_TOKEN",
+    "TOKEN_ENCRYPTION_KEY",
+    "WB_API_BASE_URL",
+    "SMTP_URL",
+    "PUBLIC_URL",
+)
+
+
+def write_env_file(path: Path, env: dict[str, str]) -> None:
+    path.unlink(missing_ok=True)
+    path.touch(mode=0o600)  # it holds the admin token: never readable by others, not even for a moment
+    path.write_text("".join(f"{name}={shlex.quote(env[name])}\n" for name in SHARED_SETTINGS if name in env))
 
 
 def wait_ready(checks: list[str], procs: list[tuple[str, subprocess.Popen]], stop: threading.Event) -> bool:
@@ -189,6 +207,7 @@ def main() -> int:
 
     exit_code = 0
     mail_sink = None
+    env_file = var / "make-run.env"
     try:
         if not settings.smtp_url:
             try:
@@ -205,11 +224,14 @@ def main() -> int:
         if "wb-sandbox" in sockets:
             spawn("wb-sandbox", "gatehouse-wb-sandbox")
             checks.append(f"{env['WB_API_BASE_URL']}/ping")
+        url = http_url(settings.api_host, settings.api_port)
+        if "PUBLIC_URL" not in os.environ:
+            env["PUBLIC_URL"] = url  # the e-mails' links point at this run's console
         spawn("api", "gatehouse-api")
         spawn("scheduler", "gatehouse-scheduler")
-        url = http_url(settings.api_host, settings.api_port)
         if not wait_ready([*checks, f"{url}/readyz"], procs, stop):
             return 1
+        write_env_file(env_file, env)
         print(
             f"\nGatehouse is up:  {url}   (readiness: {url}/readyz)\n"
             f"admin token:      {env['ADMIN_TOKEN']}\n"
@@ -218,6 +240,7 @@ def main() -> int:
             f"REDIS_URL:        {env['REDIS_URL']}\n"
             f"SMTP_URL:         {env['SMTP_URL']}"
             f"{f'   (each e-mail is a file under {mail_sink.directory})' if mail_sink else ''}\n"
+            f"commands by hand: set -a; . {env_file}; set +a   (these settings, for gatehouse-* commands)\n"
             "Ctrl-C stops everything.\n",
             flush=True,
         )
@@ -228,6 +251,7 @@ def main() -> int:
                 exit_code = 1
                 break
     finally:
+        env_file.unlink(missing_ok=True)
         for sock in sockets.values():
             sock.close()
         print("stopping…", flush=True)

@@ -65,6 +65,8 @@ def sessions(page: Path) -> list[Session]:
                 current = Session(page, number, match.group(1), match.group(2))
             continue
         if raw.startswith("```"):
+            if raw.strip() != "```":  # a closing fence has no info string: this opens a block inside a block
+                raise ValueError(f"{page}:{number}: a fence opens inside the block of line {current.line}")
             found.append(current)
             current, pending = None, None
             continue
@@ -78,6 +80,8 @@ def sessions(page: Path) -> list[Session]:
             continue
         pending = None
         current.commands.append((number, raw))
+    if current is not None:
+        raise ValueError(f"{page}:{current.line}: the block never closes")
     return found
 
 

@@ -11,6 +11,7 @@ sink, 8090 a receiver of the reader's) are replaced by free ones.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -20,7 +21,6 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import psycopg
 import pytest
 
@@ -59,7 +59,9 @@ def test_every_block_is_a_session_the_runner_knows():
                 if block.skip_reason is not None and not block.skip_reason:
                     problems.append(f"{where}: no-run without a reason")
             elif any(text.lstrip().startswith(SHELL_WORDS) for _, text in block.commands):
-                problems.append(f"{where}: commands in a {block.language or 'plain'!r} block; fence them as sh")
+                problems.append(
+                    f"{where}: commands in a {block.language or 'plain'!r} block; fence them as sh"
+                )
             if block.runs:
                 for line, text in block.commands:
                     if WILDCARD in text or re.search(r"<[a-z][a-z ]+>", text):
@@ -96,8 +98,6 @@ def stack(tmp_path_factory, redis_url: str) -> Iterator[dict[str, int | Path]]:
         "API_PORT": str(ports["API"]),
         "WB_SANDBOX_PORT": str(ports["SANDBOX"]),
         "MAIL_SINK_PORT": str(ports["MAIL"]),
-        "API_BIND": f"127.0.0.1:{ports['API']}",  # TEMP until the ports settings land
-        "WB_SANDBOX_BIND": f"127.0.0.1:{ports['SANDBOX']}",
         **STACK_ENV,
     }
     log = open(root / "make-run.log", "wb")  # noqa: SIM115 - closed below
@@ -165,15 +165,16 @@ def test_page_sessions(page: Path, stack: dict, tmp_path: Path):
         pytest.fail(f"{page_id(page)}: still running after {PAGE_TIMEOUT_S}s:\n{output.decode()[-4000:]}")
     finally:
         # What a session left running (a receiver in the background) goes with the page.
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     transcript = output.decode(errors="replace")
     parts, done, failed = chunks(transcript, MARKER)
     expectations = [e for block in blocks for e in block.expectations]
     wrong = [
-        f"{page_id(page)}:{expectation.line}: expected\n  " + "\n  ".join(wanted) + "\ngot\n  " + "\n  ".join(got)
+        f"{page_id(page)}:{expectation.line}: expected\n  "
+        + "\n  ".join(wanted)
+        + "\ngot\n  "
+        + "\n  ".join(got)
         for expectation, got in zip(expectations, parts, strict=False)
         if not matches(wanted := [localise(line, stack) for line in expectation.lines], got)
     ]
@@ -182,4 +183,3 @@ def test_page_sessions(page: Path, stack: dict, tmp_path: Path):
         pytest.fail(f"{page_id(page)}:{where.get(failed, '?')}: a command failed\n{transcript[-4000:]}")
     assert done, f"{page_id(page)}: the sessions stopped early\n{transcript[-4000:]}"
     assert len(parts) == len(expectations) + 1
-
