@@ -118,6 +118,8 @@ def _redis_answers(url: str) -> bool:
 def _runtime_dir(var: Path) -> Path:
     path = var / "run"
     path.mkdir(parents=True, exist_ok=True)
+    # Private, as XDG requires: platformdirs (pgserver's lock) warns and ignores a runtime dir open to others.
+    path.chmod(0o700)
     return path
 
 

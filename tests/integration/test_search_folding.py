@@ -26,7 +26,7 @@ from gatehouse.composition import Components, bootstrap
 from gatehouse.db import make_engine
 from gatehouse.migrate import upgrade
 from gatehouse.settings import load_settings
-from tests.conftest import ADMIN_TOKEN, IN_CI, PG_SERVER, TOKEN_KEY, _libpq, with_database
+from tests.conftest import ADMIN_TOKEN, IN_CI, TOKEN_KEY, _libpq, with_database
 
 pytest.importorskip("pgserver", reason="the embedded PostgreSQL needs the 'embedded' dependency group")
 
@@ -122,8 +122,8 @@ def _catalog(database_url: str, redis_url: str) -> Iterator[Components]:
 
 
 @pytest.fixture(scope="module")
-def machine(redis_url: str) -> Iterator[Components]:
-    for url in _database(PG_SERVER):
+def machine(pg_server: str, redis_url: str) -> Iterator[Components]:
+    for url in _database(pg_server):
         yield from _catalog(url, redis_url)
 
 
@@ -178,7 +178,10 @@ def test_gatehouse_fold_folds_every_letter_as_unaccent_does(machine):
     if not has_unaccent(machine):
         if IN_CI:
             pytest.fail("the test PostgreSQL has no unaccent extension to compare with")
-        pytest.skip("this PostgreSQL has no unaccent extension to compare with")
+        pytest.skip(
+            "no unaccent extension in this PostgreSQL to compare the fold with — point DATABASE_URL at "
+            "a server that has it (Debian's postgresql package ships it)"
+        )
     with machine.engine.begin() as conn:
         conn.execute(text("CREATE EXTENSION IF NOT EXISTS unaccent"))
         rows = conn.execute(
