@@ -9,7 +9,9 @@
 
 Where nothing answers at those URLs, the session starts the embedded PostgreSQL
 and Redis of ``make run`` under var/test-stores, runs against them and stops
-them at the end (``tests.support.stores``).
+them at the end (``tests.support.stores``). Only a test that needs what the
+machine truly lacks (a browser, podman) is skipped, and the end of the run says
+what was skipped and how to get it; under CI=true that is a failure instead.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -55,6 +58,16 @@ TOKEN_KEY = "q4uJHOU5SmbaEwcXmJ6NyajP8mZTD55dLIb592WKtPo="  # a Fernet key for t
 
 def unavailable(what: str, exc: Exception) -> None:
     message = f"{what} is not reachable ({exc}); set DATABASE_URL / REDIS_URL or start it"
+    if IN_CI:
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def missing_tool(message: str) -> None:
+    """A test needs something this machine lacks (``message``: "no chromium — how to get it").
+
+    Skipped here, and counted in the run's closing summary; a failure under CI=true.
+    """
     if IN_CI:
         pytest.fail(message)
     pytest.skip(message)
@@ -207,7 +220,7 @@ def processes(process_env: dict[str, str], tmp_path, clean: None) -> Iterator[Pr
         print(log)  # shown by pytest when the test failed
 
 
-# -- the end of the run: stop the embedded servers, say what ran where ---------------------
+# -- the end of the run: stop the embedded servers, say what ran where and what did not run ----
 
 
 @pytest.hookimpl(trylast=True)
@@ -225,3 +238,21 @@ def pytest_terminal_summary(terminalreporter) -> None:
         terminalreporter.section("stores")
         for line in lines:
             terminalreporter.line(line)
+    if lines := not_run(terminalreporter.stats.get("skipped", [])):
+        terminalreporter.section("not run on this machine")
+        for line in lines:
+            terminalreporter.line(line)
+
+
+def not_run(skipped_reports) -> list[str]:
+    """One line per reason a test was skipped (its message says how to get what was missing), most first."""
+    skipped: dict[str, list[str]] = {}
+    for report in skipped_reports:
+        if isinstance(report.longrepr, tuple):
+            reason = report.longrepr[2].removeprefix("Skipped: ")
+            skipped.setdefault(reason, []).append(report.nodeid.split("::")[0])
+    lines = []
+    for reason, files in sorted(skipped.items(), key=lambda item: -len(item[1])):
+        where = ", ".join(sorted({str(Path(f).parent) for f in files}))
+        lines.append(f"skipped {len(files)} test{'s' * (len(files) != 1)} ({where}): {reason}")
+    return lines

@@ -25,7 +25,7 @@ import pytest
 
 from dev import images as builder
 from gatehouse.catalog import NewProduct, Price
-from tests.conftest import ADMIN_TOKEN, IN_CI, TOKEN_KEY, _libpq, with_database
+from tests.conftest import ADMIN_TOKEN, IN_CI, TOKEN_KEY, _libpq, missing_tool, with_database
 from tests.deploy.manifests import Rendered
 from tests.support.processes import Proc, free_port, wait_until
 
@@ -54,7 +54,7 @@ NEVER_PATHS = (".git", "src", "tests", "conftest.py", "var", ".pytest_cache", ".
 def images() -> dict[str, builder.Image]:
     missing = builder.missing_tools()
     if missing and not IN_CI:
-        pytest.skip(f"{', '.join(missing)} not installed: `make images` installs them (apt-get, as root)")
+        missing_tool(f"no {', '.join(missing)} — `make images` installs them (apt-get, as root)")
     if os.environ.get("GATEHOUSE_IMAGES_BUILT") == "1":
         return builder.built()
     return builder.prepare()  # under CI=true a missing tool is installed here, or this fails
