@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import psycopg
 import redis
+from psycopg.conninfo import conninfo_to_dict
 
 from dev.embedded import EmbeddedUnavailable, start_postgres, start_redis, stop_redis
 from tests.support.processes import REPO
@@ -37,18 +39,41 @@ def libpq(url: str) -> str:
 
 
 def pg_answers(url: str) -> bool:
+    """Something listens there: a server that refuses us (a wrong password) answers, and is not replaced."""
     try:
         psycopg.connect(libpq(url), connect_timeout=3).close()
         return True
     except psycopg.Error:
+        return _listening(url)
+
+
+def _listening(url: str) -> bool:
+    info = conninfo_to_dict(libpq(url))
+    host = (info.get("host") or "").split(",")[0]
+    port = int((info.get("port") or "5432").split(",")[0])
+    try:
+        if host.startswith("/"):
+            with socket.socket(socket.AF_UNIX) as sock:
+                sock.settimeout(3)
+                sock.connect(f"{host}/.s.PGSQL.{port}")
+        elif host:
+            socket.create_connection((host, port), timeout=3).close()
+        else:
+            return False
+    except OSError:
         return False
+    return True
 
 
 def redis_answers(url: str) -> bool:
     try:
         return bool(redis.Redis.from_url(url, socket_connect_timeout=3).ping())
-    except (redis.RedisError, OSError):
+    except redis.AuthenticationError:
+        return True  # it answered: refused us
+    except (redis.ConnectionError, redis.TimeoutError, OSError):
         return False
+    except redis.RedisError:
+        return True
 
 
 def _alive(pid: int) -> bool:
