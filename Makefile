@@ -13,8 +13,10 @@ install:
 run: install
 	$(UV) run --locked python dev/run.py
 
+# Every test; ARGS goes to pytest (make test ARGS="tests/unit -k gate"). Where nothing answers at DATABASE_URL /
+# REDIS_URL (or their defaults) it runs on embedded servers under var/test-stores (tests/support/stores.py).
 test: install
-	$(UV) run --locked pytest
+	$(UV) run --locked pytest $(ARGS)
 
 lint: install
 	$(UV) run --locked ruff check .

@@ -7,8 +7,11 @@
   database 15 (GATEHOUSE_TEST_REDIS_DB, for a second test run beside this one)
   and flush it before and after each test.
 
-A missing server skips the tests that need it, except under CI=true, where it
-is a failure.
+Where nothing answers at those URLs, the session starts the embedded PostgreSQL
+and Redis of ``make run`` under var/test-stores, runs against them and stops
+them at the end (``tests.support.stores``). Only a test that needs what the
+machine truly lacks (a browser, podman) is skipped, and the end of the run says
+what was skipped and how to get it; under CI=true that is a failure instead.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -28,12 +32,13 @@ from gatehouse.db import make_engine
 from gatehouse.migrate import upgrade
 from gatehouse.settings import Settings, load_settings
 from tests.support.processes import REPO, Processes
+from tests.support.stores import SessionStores, StoreUnavailable
 
 IN_CI = os.environ.get("CI") == "true"
 TEST_REDIS_DB = int(os.environ.get("GATEHOUSE_TEST_REDIS_DB", "15"))
 _base = Settings()
-PG_SERVER = _base.database_url or "postgresql://postgres@127.0.0.1:5432/postgres"
-REDIS_SERVER = _base.redis_url or "redis://127.0.0.1:6379/0"
+# The configured servers, or embedded ones started on first use where nothing answers there.
+STORES = SessionStores.from_settings(_base.database_url, _base.redis_url)
 
 # Timings for tests: the production rules at millisecond scale.
 FAST = dict(
@@ -58,6 +63,33 @@ def unavailable(what: str, exc: Exception) -> None:
     pytest.skip(message)
 
 
+def missing_tool(message: str) -> None:
+    """A test needs something this machine lacks (``message``: "no chromium — how to get it").
+
+    Skipped here, and counted in the run's closing summary; a failure under CI=true.
+    """
+    if IN_CI:
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> str:
+    """The session's PostgreSQL server (URL of its ``postgres`` database)."""
+    try:
+        return STORES.postgres_url()
+    except StoreUnavailable as exc:
+        unavailable("PostgreSQL", exc)
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> str:
+    try:
+        return STORES.redis_url()
+    except StoreUnavailable as exc:
+        unavailable("Redis", exc)
+
+
 def with_database(url: str, name: str) -> str:
     parts = urlsplit(url)
     return urlunsplit(parts._replace(path=f"/{name}"))
@@ -65,9 +97,9 @@ def with_database(url: str, name: str) -> str:
 
 def with_redis_db(url: str, db: int) -> str:
     parts = urlsplit(url)
-    if parts.scheme == "unix":
+    if parts.scheme == "unix":  # unix:///path/redis.sock?db=N (urlunsplit would drop the empty host's //)
         query = dict(parse_qsl(parts.query), db=str(db))
-        return urlunsplit(parts._replace(query=urlencode(query)))
+        return f"unix://{parts.path}?{urlencode(query)}"
     return urlunsplit(parts._replace(path=f"/{db}"))
 
 
@@ -76,26 +108,26 @@ def _libpq(url: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def database_url() -> Iterator[str]:
+def database_url(pg_server: str) -> Iterator[str]:
     name = f"gatehouse_test_{uuid.uuid4().hex[:10]}"
     try:
-        admin = psycopg.connect(_libpq(PG_SERVER), autocommit=True, connect_timeout=3)
+        admin = psycopg.connect(_libpq(pg_server), autocommit=True, connect_timeout=3)
     except psycopg.OperationalError as exc:
         unavailable("PostgreSQL", exc)
     with admin:
         admin.execute(f'CREATE DATABASE "{name}"')
-    url = with_database(PG_SERVER, name)
+    url = with_database(pg_server, name)
     engine = make_engine(load_settings(database_url=url))
     upgrade(engine)
     engine.dispose()
     yield url
-    with psycopg.connect(_libpq(PG_SERVER), autocommit=True) as admin:
+    with psycopg.connect(_libpq(pg_server), autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(scope="session")
-def redis_url() -> str:
-    url = with_redis_db(REDIS_SERVER, TEST_REDIS_DB)
+def redis_url(redis_server: str) -> str:
+    url = with_redis_db(redis_server, TEST_REDIS_DB)
     try:
         redis.Redis.from_url(url, socket_connect_timeout=3).ping()
     except redis.RedisError as exc:
@@ -186,3 +218,41 @@ def processes(process_env: dict[str, str], tmp_path, clean: None) -> Iterator[Pr
     yield procs
     for log in procs.close():
         print(log)  # shown by pytest when the test failed
+
+
+# -- the end of the run: stop the embedded servers, say what ran where and what did not run ----
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session) -> None:
+    # After the session's fixtures are torn down (their databases dropped), before the summary.
+    STORES.stop()
+
+
+def pytest_unconfigure(config) -> None:
+    STORES.stop()  # an interrupted run too; nothing left to do after sessionfinish
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if lines := STORES.lines():
+        terminalreporter.section("stores")
+        for line in lines:
+            terminalreporter.line(line)
+    if lines := not_run(terminalreporter.stats.get("skipped", [])):
+        terminalreporter.section("not run on this machine")
+        for line in lines:
+            terminalreporter.line(line)
+
+
+def not_run(skipped_reports) -> list[str]:
+    """One line per reason a test was skipped (its message says how to get what was missing), most first."""
+    skipped: dict[str, list[str]] = {}
+    for report in skipped_reports:
+        if isinstance(report.longrepr, tuple):
+            reason = report.longrepr[2].removeprefix("Skipped: ")
+            skipped.setdefault(reason, []).append(report.nodeid.split("::")[0])
+    lines = []
+    for reason, files in sorted(skipped.items(), key=lambda item: -len(item[1])):
+        where = ", ".join(sorted({str(Path(f).parent) for f in files}))
+        lines.append(f"skipped {len(files)} test{'s' * (len(files) != 1)} ({where}): {reason}")
+    return lines

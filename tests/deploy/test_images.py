@@ -25,7 +25,7 @@ import pytest
 
 from dev import images as builder
 from gatehouse.catalog import NewProduct, Price
-from tests.conftest import ADMIN_TOKEN, IN_CI, PG_SERVER, TOKEN_KEY, _libpq, with_database
+from tests.conftest import ADMIN_TOKEN, IN_CI, TOKEN_KEY, _libpq, missing_tool, with_database
 from tests.deploy.manifests import Rendered
 from tests.support.processes import Proc, free_port, wait_until
 
@@ -54,7 +54,7 @@ NEVER_PATHS = (".git", "src", "tests", "conftest.py", "var", ".pytest_cache", ".
 def images() -> dict[str, builder.Image]:
     missing = builder.missing_tools()
     if missing and not IN_CI:
-        pytest.skip(f"{', '.join(missing)} not installed: `make images` installs them (apt-get, as root)")
+        missing_tool(f"no {', '.join(missing)} — `make images` installs them (apt-get, as root)")
     if os.environ.get("GATEHOUSE_IMAGES_BUILT") == "1":
         return builder.built()
     return builder.prepare()  # under CI=true a missing tool is installed here, or this fails
@@ -206,14 +206,14 @@ def test_the_root_filesystem_is_read_only_and_tmp_is_writable(images, pods):
 
 
 def test_the_worker_image_migrates_consumes_a_job_and_starts_the_scheduler(
-    images, renders, settings, gh, pods
+    images, renders, settings, gh, pods, pg_server
 ):
     worker, api = images["gatehouse-worker"], images["gatehouse-api"]
     prod = renders["prod"]
 
     # The migrate Job's command brings an empty database to head
     fresh = f"gatehouse_images_{os.getpid()}"
-    with psycopg.connect(_libpq(PG_SERVER), autocommit=True) as conn:
+    with psycopg.connect(_libpq(pg_server), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{fresh}"')
         conn.execute(f'CREATE DATABASE "{fresh}"')
     try:
@@ -225,10 +225,10 @@ def test_the_worker_image_migrates_consumes_a_job_and_starts_the_scheduler(
             ),
         )
         assert migrate.wait(timeout=120) == 0, migrate.log()
-        with psycopg.connect(_libpq(with_database(PG_SERVER, fresh))) as conn:
+        with psycopg.connect(_libpq(with_database(pg_server, fresh))) as conn:
             assert conn.execute("SELECT version_num FROM alembic_version").fetchone()
     finally:
-        with psycopg.connect(_libpq(PG_SERVER), autocommit=True) as conn:
+        with psycopg.connect(_libpq(pg_server), autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{fresh}" WITH (FORCE)')
 
     # Given the worker's and the scheduler's pods, and the API image beside them

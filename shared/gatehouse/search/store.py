@@ -1,14 +1,19 @@
-"""Searching the live index: ranked with ts_rank, every word required, the last one as a prefix."""
+"""Searching the live index: ranked with ts_rank, every word required, the last one as a prefix.
+
+The query is folded as the documents are (``gatehouse_fold`` in SQL, see ``gatehouse.catalog.documents``):
+"krzeslo", "KRZESŁO" and "krzesło" find the same products.
+"""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 import uuid
 from dataclasses import dataclass
 
 from sqlalchemy import Engine, text
 
-from gatehouse.catalog.documents import CONFIG
+from gatehouse.catalog.documents import CONFIG, FOLD
 from gatehouse.catalog.rules import STATUSES
 from gatehouse.errors import ValidationFailed
 
@@ -32,7 +37,8 @@ def tsquery_of(q: str) -> str:
     """``krzesło czerw`` → ``'krzesło' & 'czerw':*`` (to_tsquery input: quoted words, no operators)."""
     if len(q) > Q_MAX:
         raise ValidationFailed(f"q may be at most {Q_MAX} characters", field="q")
-    words = _WORD.findall(q.replace("\x00", ""))
+    # Composed (NFC) first: a decomposed "z\u0307" is one word character, not "z" and a mark.
+    words = _WORD.findall(unicodedata.normalize("NFC", q.replace("\x00", "")))
     if not words:
         raise ValidationFailed("q must hold at least one word (letters or digits)", field="q")
     if len(words) > WORDS_MAX:
@@ -56,7 +62,7 @@ class SearchStore:
             f"""
             SELECT p.id, p.sku, p.name, d.status, ts_rank(d.document, query) AS rank
             FROM search_documents AS d JOIN products AS p ON p.id = d.product_id,
-                 to_tsquery('{CONFIG}', :query) AS query
+                 to_tsquery('{CONFIG}', {FOLD}(:query)) AS query
             WHERE {where}
             ORDER BY rank DESC, p.sku
             LIMIT :limit

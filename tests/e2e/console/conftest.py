@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from tests.conftest import ADMIN_TOKEN, IN_CI
+from tests.conftest import ADMIN_TOKEN, missing_tool
 from tests.support.processes import REPO
 
 CHROMIUM = (
@@ -30,10 +30,9 @@ AXE = REPO / "tests" / "support" / "vendor" / "axe.min.js"
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     if CHROMIUM is None:
-        message = "no chromium to drive (apt-get install chromium, or set GATEHOUSE_CHROMIUM)"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
+        missing_tool(
+            "no chromium — apt-get install chromium (or set GATEHOUSE_CHROMIUM to a Chromium binary)"
+        )
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield browser
