@@ -50,7 +50,8 @@ def kept_secret(path: Path, configured: SecretStr | None, generate: Callable[[],
         return configured.get_secret_value()
     if not path.exists():
         path.write_text(generate())
-        return path.read_text().strip()
+        path.chmod(0o600)
+    return path.read_text().strip()
 
 
 def seed_demo_account(env: dict[str, str]) -> None:
