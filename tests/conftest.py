@@ -16,6 +16,7 @@ what was skipped and how to get it; under CI=true that is a failure instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Iterator
@@ -193,15 +194,14 @@ def sql(gh: Components):
     return run
 
 
-@pytest.fixture
-def process_env(settings: Settings) -> dict[str, str]:
+def base_process_env(database_url: str, redis_url: str) -> dict[str, str]:
     """Environment of the real processes a test starts: the test stores, fast timings, probe jobs."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", "/tmp"),
         "PYTHONPATH": str(REPO),
-        "DATABASE_URL": settings.database_url,
-        "REDIS_URL": settings.redis_url,
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
         "JOB_MODULES": "gatehouse_worker.jobs,tests.support.probe",
         "LOG_LEVEL": "INFO",
         "API_WORKERS": "1",  # a test that needs more (a state shared by workers) asks for them
@@ -213,11 +213,38 @@ def process_env(settings: Settings) -> dict[str, str]:
 
 
 @pytest.fixture
+def process_env(settings: Settings) -> dict[str, str]:
+    return base_process_env(settings.database_url, settings.redis_url)
+
+
+@pytest.fixture
 def processes(process_env: dict[str, str], tmp_path, clean: None) -> Iterator[Processes]:
     procs = Processes(process_env, tmp_path)
     yield procs
     for log in procs.close():
         print(log)  # shown by pytest when the test failed
+
+
+@contextlib.contextmanager
+def shared_api(database_url: str, redis_url: str, workdir: Path, **env: str) -> Iterator[str]:
+    """One `gatehouse-api` (BACKEND_ROLE=api, plus ``env``) for a module whose tests only send it requests.
+
+    A gunicorn start costs a test about 1.5 s; the tables and Redis are still wiped around each test
+    (`clean`), which a running API does not mind: it holds no state of its own between requests.
+    """
+    procs = Processes(base_process_env(database_url, redis_url), workdir)
+    try:
+        yield procs.api(env={"BACKEND_ROLE": "api", **env})[1]
+    finally:
+        for log in procs.close():
+            print(log)
+
+
+@pytest.fixture(scope="module")
+def module_api(database_url: str, redis_url: str, tmp_path_factory) -> Iterator[str]:
+    """The URL of a `shared_api` with the default settings."""
+    with shared_api(database_url, redis_url, tmp_path_factory.mktemp("api")) as url:
+        yield url
 
 
 # -- the end of the run: stop the embedded servers, say what ran where and what did not run ----

@@ -45,9 +45,8 @@ def raw_request(url: str, head: str, body: bytes = b"") -> tuple[int, dict[str, 
 
 
 @pytest.fixture
-def api(processes, gh):
-    _, url = processes.api(env={"BACKEND_ROLE": "api", "API_WORKERS": "1"})
-    return url
+def api(module_api: str, gh) -> str:
+    return module_api
 
 
 @pytest.fixture

@@ -33,9 +33,8 @@ def item(sku: str, **kw) -> dict:
 
 
 @pytest.fixture
-def api(processes) -> httpx.Client:
-    _, url = processes.api(env={"BACKEND_ROLE": "api"})
-    with httpx.Client(base_url=url, timeout=30) as client:
+def api(module_api: str, clean: None) -> httpx.Client:
+    with httpx.Client(base_url=module_api, timeout=30) as client:
         yield client
 
 
@@ -101,9 +100,8 @@ def test_staff_users_and_who_may_do_what(api, sql):
         ({"email": "a@example.com", "name": "Ala", "role": "owner"}, "role"),
     ],
 )
-def test_bad_users_are_422_naming_the_field(processes, body, field):
-    _, url = processes.api(env={"BACKEND_ROLE": "api"})
-    response = httpx.post(f"{url}/v1/admin/users", json=body, headers=ADMIN)
+def test_bad_users_are_422_naming_the_field(api, body, field):
+    response = api.post("/v1/admin/users", json=body, headers=ADMIN)
     assert_problem(response, 422, "VALIDATION_ERROR", field)
 
 

@@ -13,7 +13,7 @@ from datetime import datetime
 import httpx
 import pytest
 
-from tests.conftest import ADMIN_TOKEN
+from tests.conftest import ADMIN_TOKEN, shared_api
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 PROBLEM = "application/problem+json"
@@ -39,10 +39,17 @@ def assert_problem(response: httpx.Response, status: int, code: str, field: str 
     return body
 
 
+@pytest.fixture(scope="module")
+def api_url(database_url, redis_url, tmp_path_factory):
+    with shared_api(
+        database_url, redis_url, tmp_path_factory.mktemp("api"), WEBHOOK_ALLOWED_HOSTS="127.0.0.0/8,::1"
+    ) as url:
+        yield url
+
+
 @pytest.fixture
-def api(processes) -> httpx.Client:
-    _, url = processes.api(env={"BACKEND_ROLE": "api", "WEBHOOK_ALLOWED_HOSTS": "127.0.0.0/8,::1"})
-    with httpx.Client(base_url=url, timeout=30, headers=ADMIN) as client:
+def api(api_url: str, clean: None) -> httpx.Client:
+    with httpx.Client(base_url=api_url, timeout=30, headers=ADMIN) as client:
         yield client
 
 
