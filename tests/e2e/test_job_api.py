@@ -32,17 +32,24 @@ def test_50_concurrent_identical_posts_make_one_job_and_one_message(processes, g
     _, url = processes.api(env={"BACKEND_ROLE": "api", "API_WORKERS": "2", "API_THREADS": "4"})
     account = create_account(url)
 
-    # When 50 clients post the same import at once
+    # When 50 clients post the same import at once, each trying again after a 503 STORE_UNAVAILABLE as
+    # the API asks (a loaded CI machine once answered one of the 50 so)
     def post(_: int) -> httpx.Response:
-        return httpx.post(
-            f"{url}/v1/accounts/{account}/digitization/imports", json=FEEDS, headers=ADMIN, timeout=30
-        )
+        for _ in range(3):
+            response = httpx.post(
+                f"{url}/v1/accounts/{account}/digitization/imports", json=FEEDS, headers=ADMIN, timeout=30
+            )
+            if response.status_code != 503:
+                break
+            assert response.json()["code"] == "STORE_UNAVAILABLE", response.text
+        return response
 
     with ThreadPoolExecutor(50) as pool:
         responses = list(pool.map(post, range(50)))
 
     # Then all are accepted, one created the job and 49 were told it is already running
-    assert {r.status_code for r in responses} == {202}
+    refused = [r.text for r in responses if r.status_code != 202]
+    assert not refused, f"{len(refused)} of 50 not accepted: {refused[:3]}"
     bodies = [r.json() for r in responses]
     assert len({b["jobId"] for b in bodies}) == 1
     assert sorted(b["alreadyRunning"] for b in bodies) == [False] + [True] * 49
