@@ -118,3 +118,17 @@ class JobPaused(GatehouseError):
         self.resume_at_ms = resume_at_ms
         self.phase = phase
         self.reason = reason
+
+
+class RunTimeLimitExceeded(GatehouseError):
+    """A run went past its job type's run time limit: a failed attempt, its retry policy applies.
+
+    Raised at the run's next cooperative point (``JobContext.ensure_held``) or, as a
+    backstop, interrupted into its thread (gatehouse_worker.time_limits), hence the
+    default detail: an exception raised from outside is built without arguments.
+    """
+
+    code = "time-limit"
+
+    def __init__(self, detail: str = "the run went past its time limit", *, code: str | None = None) -> None:
+        super().__init__(detail, code=code)

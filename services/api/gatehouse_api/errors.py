@@ -13,6 +13,7 @@ import redis
 import sqlalchemy.exc
 from psycopg_pool import PoolTimeout
 
+from gatehouse.db import cut_short
 from gatehouse.errors import (
     ConfigurationError,
     Conflict,
@@ -43,6 +44,18 @@ STORE_NAMES = {"postgresql": "PostgreSQL", "redis": "Redis"}
 # What the store clients raise when their server is down, refusing or not answering in time.
 REDIS_OUTAGES = (redis.ConnectionError, redis.TimeoutError)
 POSTGRESQL_OUTAGES = (psycopg.OperationalError, PoolTimeout, sqlalchemy.exc.TimeoutError)
+# A statement PostgreSQL cut short (gatehouse.db.cut_short) is no outage: another writer holds the
+# row or collided with this one (409, try again shortly), or the statement ran too long (503).
+CUT_SHORT = {
+    "lock-timeout": (
+        409,
+        "RESOURCE_BUSY",
+        "another change holds what this request writes; try again shortly",
+    ),
+    "write-conflict": (409, "RESOURCE_BUSY", "a concurrent change collided with this one; try again shortly"),
+    "statement-timeout": (503, "STATEMENT_TIMEOUT", "PostgreSQL took too long to answer this request"),
+}
+BUSY_RETRY_AFTER_S = 1
 # Codes for errors Falcon raises itself (routing, media parsing, size limits).
 CODE_OF_STATUS = {
     400: "BAD_REQUEST",
@@ -123,6 +136,13 @@ def store_outage(exc: BaseException) -> StoreUnavailable | None:
 
 
 def handle_store(req: falcon.Request, resp: falcon.Response, exc: Exception, params: Any) -> None:
+    why = cut_short(exc)
+    if why is not None:
+        status, code, detail = CUT_SHORT[why]
+        log.warning("%s %s: PostgreSQL stopped a statement: %s", req.method, req.path, why)
+        retry_after = BUSY_RETRY_AFTER_S if status == 409 else RETRY_AFTER_S
+        send_problem(resp, status, problem(status, code, detail), {"Retry-After": str(retry_after)})
+        return
     outage = store_outage(exc)
     if outage is None:
         handle_unexpected(req, resp, exc, params)
