@@ -68,8 +68,9 @@ WAKE_TRIES = 5  # stale waiters (finished, or not parked any more) skipped per r
 
 
 def error_info(exc: BaseException) -> dict[str, Any]:
-    # A statement PostgreSQL stopped (a lock held elsewhere, …) says so: it is not a bug of the body.
-    code = getattr(exc, "code", None) or cut_short(exc) or type(exc).__name__
+    # A statement PostgreSQL stopped (a lock held elsewhere, …) says so (SQLAlchemy's own ``code``
+    # is only the key of its help page).
+    code = cut_short(exc) or getattr(exc, "code", None) or type(exc).__name__
     return {"code": code, "message": str(exc) or type(exc).__name__}
 
 
