@@ -111,14 +111,15 @@ def test_a_row_locked_elsewhere_makes_a_bulk_batch_fail_and_retry_and_the_operat
     with psycopg.connect(settings.libpq_url) as locker:
         locker.execute("SELECT id FROM products WHERE id = %s FOR UPDATE", (ids[30],))
 
-        # Then an edit of that product through the API answers 409 RESOURCE_BUSY at once, not after the lock
+        # Then an edit of that product through the API answers 503 RESOURCE_BUSY at once, not after the lock
         start = time.monotonic()
         busy = httpx.patch(
             f"{url}/v1/admin/catalog/products/{ids[30]}", json={"name": "x"}, headers=ADMIN, timeout=30
         )
-        assert busy.status_code == 409, busy.text
+        assert busy.status_code == 503, busy.text
         assert busy.headers["content-type"] == "application/problem+json"
-        assert busy.json()["code"] == "RESOURCE_BUSY" and busy.headers["retry-after"] == "1"
+        assert busy.json()["code"] == "RESOURCE_BUSY" and busy.json()["store"] == "postgresql"
+        assert busy.headers["retry-after"] == "1"
         assert time.monotonic() - start < 3
 
         # And a bulk operation over them fails its attempt on the lock and waits to retry
