@@ -52,11 +52,16 @@ def remaining() -> float:
 @contextlib.contextmanager
 def within(seconds: float | None) -> Iterator[None]:
     """Everything in the block ends ``seconds`` from now, or at the enclosing deadline if that is earlier."""
+    with until(None if seconds is None else time.monotonic() + seconds):
+        yield
+
+
+@contextlib.contextmanager
+def until(instant: float | None) -> Iterator[None]:
+    """Everything in the block ends at ``instant`` (``time.monotonic()``), or at the enclosing deadline if earlier."""
     outer = current()
-    mine = math.inf if seconds is None else time.monotonic() + seconds
-    _local.deadline = min(mine, outer if outer is not None else math.inf)
-    if _local.deadline == math.inf:
-        _local.deadline = None
+    candidates = [d for d in (instant, outer) if d is not None]
+    _local.deadline = min(candidates) if candidates else None
     try:
         yield
     finally:
