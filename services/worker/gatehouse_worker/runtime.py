@@ -129,7 +129,7 @@ class JobContext:
     def ensure_held(self) -> None:
         """Call before each external call: stop (and wait) if the lease is gone; stop if past the time limit."""
         if self.overdue():
-            raise RunTimeLimitExceeded(f"the run went past its time limit of {self.job.type}")
+            raise RunTimeLimitExceeded()
         if self.lost.is_set():
             raise JobPaused(
                 "the job lost its lease; it waits to run again",
