@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 import psycopg
 import sqlalchemy.exc
 from psycopg import Cursor
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import class_row
 from psycopg_pool import ConnectionPool
 from sqlalchemy import Connection, Engine, Row, TextClause, create_engine, text
@@ -35,9 +36,12 @@ T = TypeVar("T")
 
 def session_options(settings: Settings) -> str:
     """libpq ``options`` that bound every wait of a session: a row locked by someone else fails the
-    statement after DB_LOCK_TIMEOUT_MS (a failed attempt that retries, or a 409 in the API) instead
-    of stalling a job whose lease keeps being renewed; no statement runs past DB_STATEMENT_TIMEOUT_MS."""
-    return f"-c lock_timeout={settings.db_lock_timeout_ms} -c statement_timeout={settings.db_statement_timeout_ms}"
+    statement after DB_LOCK_TIMEOUT_MS (a failed attempt that retries, or a 503 RESOURCE_BUSY in the
+    API) instead of stalling a job whose lease keeps being renewed; no statement runs past
+    DB_STATEMENT_TIMEOUT_MS. Options the DATABASE_URL already gives are kept (ours come after)."""
+    given = conninfo_to_dict(settings.libpq_url).get("options")
+    ours = f"-c lock_timeout={settings.db_lock_timeout_ms} -c statement_timeout={settings.db_statement_timeout_ms}"
+    return f"{given} {ours}" if given else ours
 
 
 def cut_short(exc: BaseException) -> str | None:

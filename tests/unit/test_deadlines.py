@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy.exc
 
 from gatehouse import deadlines
-from gatehouse.db import cut_short
+from gatehouse.db import cut_short, session_options
 from gatehouse.errors import RunTimeLimitExceeded
 from gatehouse.job_types import (
     CATALOG_BULK_OPERATION,
@@ -24,6 +24,7 @@ from gatehouse.job_types import (
     webhook_run_time_limit,
 )
 from gatehouse.jobs import Claim
+from gatehouse.settings import load_settings
 from gatehouse_worker import time_limits
 from gatehouse_worker.runtime import JobContext
 
@@ -174,3 +175,12 @@ def _wrapped(orig: Exception) -> sqlalchemy.exc.OperationalError:
 def test_a_statement_postgresql_stopped_is_told_from_an_outage(error, why):
     assert cut_short(error) == why
     assert cut_short(_wrapped(error)) == why
+
+
+def test_the_session_options_bound_both_waits_and_keep_those_of_the_database_url():
+    plain = load_settings(
+        database_url="postgresql://u@h/db", db_lock_timeout_ms=250, db_statement_timeout_ms=9000
+    )
+    assert session_options(plain) == "-c lock_timeout=250 -c statement_timeout=9000"
+    given = load_settings(database_url="postgresql://u@h/db?options=-c%20search_path%3Dgh")
+    assert session_options(given) == "-c search_path=gh -c lock_timeout=10000 -c statement_timeout=60000"
