@@ -7,7 +7,7 @@ calling thread carries a deadline (``within``); nested deadlines keep the
 earliest (a WB call's inside its run's time limit), and every socket wait is
 clamped to what is left of it:
 
-- HTTP: ``transport()`` is httpx's transport whose network streams wait at most
+- HTTP: ``transport()`` is httpx's transport (``client()`` bounds a Client's) whose network streams wait at most
   min(the operation's own timeout, what is left) in each read, write and
   connect, and fail at once when nothing is left (httpx raises its
   ``ReadTimeout``/``WriteTimeout``/``ConnectTimeout``);
@@ -135,15 +135,26 @@ def _clamped(timeout: float | None, error: type[Exception]) -> float | None:
 
 
 def transport(**options: Any) -> httpx.HTTPTransport:
-    """httpx's HTTPTransport (``options`` as for it) whose sockets never wait past the thread's deadline.
+    """httpx's HTTPTransport (``options`` as for it) whose sockets never wait past the thread's deadline."""
+    return _bound(httpx.HTTPTransport(**options))
 
-    httpx has no public hook for its network backend, so the pool's backend is
-    wrapped in place (tests/unit/test_deadlines.py holds httpx to it).
-    """
-    bounded = httpx.HTTPTransport(**options)
-    pool = bounded._pool
-    pool._network_backend = _Backend(pool._network_backend)
-    return bounded
+
+def client(http: httpx.Client) -> httpx.Client:
+    """``http`` with every transport it built (its own, and one per proxy the environment names)
+    bounded like ``transport()``'s; a transport given to it that is not httpx's (a test's) stays."""
+    for each in (http._transport, *http._mounts.values()):
+        if isinstance(each, httpx.HTTPTransport):
+            _bound(each)
+    return http
+
+
+def _bound(http: httpx.HTTPTransport) -> httpx.HTTPTransport:
+    # httpx has no public hook for its network backend, so its pool's backend is wrapped in place
+    # (tests/unit/test_deadlines.py holds httpx to it).
+    pool = http._pool
+    if not isinstance(pool._network_backend, _Backend):
+        pool._network_backend = _Backend(pool._network_backend)
+    return http
 
 
 # -- blocking exchanges over a socket file (smtplib) ----------------------------------------------

@@ -7,6 +7,7 @@ import threading
 import time
 import uuid
 
+import httpx
 import psycopg
 import pytest
 import sqlalchemy.exc
@@ -67,11 +68,23 @@ def test_the_deadline_belongs_to_its_thread():
     assert seen == [None]
 
 
-def test_the_http_transport_keeps_httpx_pool_and_waits_through_the_deadline_backend():
-    transport = deadlines.transport()
+def _backend(transport: httpx.BaseTransport) -> object:
+    return transport._pool._network_backend
+
+
+def test_the_http_transports_wait_through_the_deadline_backend_proxies_from_the_environment_too(monkeypatch):
     # httpx has no public hook for it: if httpx moves its pool, this says so before a trickle does.
-    assert type(transport._pool._network_backend).__name__ == "_Backend"
+    transport = deadlines.transport()
+    assert isinstance(_backend(transport), deadlines._Backend)
     transport.close()
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
+    with deadlines.client(httpx.Client()) as http:
+        transports = [http._transport, *http._mounts.values()]
+        assert len(transports) == 2  # its own, and the one through the proxy (kept, as before)
+        assert all(isinstance(_backend(t), deadlines._Backend) for t in transports)
+    mock = httpx.MockTransport(lambda request: httpx.Response(204))
+    with deadlines.client(httpx.Client(transport=mock)) as http:
+        assert http._transport is mock
 
 
 # -- run time limits ---------------------------------------------------------------------------

@@ -70,8 +70,8 @@ class WbClient:
             headers[JOB_HEADER] = job_id
         if run is not None:
             headers[RUN_HEADER] = str(run)
-        self.http = httpx.Client(
-            headers=headers, timeout=timeout_ms / 1000, transport=transport or deadlines.transport()
+        self.http = deadlines.client(
+            httpx.Client(headers=headers, timeout=timeout_ms / 1000, transport=transport)
         )
 
     def close(self) -> None:
