@@ -52,20 +52,24 @@ def remaining() -> float:
 @contextlib.contextmanager
 def within(seconds: float | None) -> Iterator[None]:
     """Everything in the block ends ``seconds`` from now, or at the enclosing deadline if that is earlier."""
-    with until(None if seconds is None else time.monotonic() + seconds):
-        yield
-
-
-@contextlib.contextmanager
-def until(instant: float | None) -> Iterator[None]:
-    """Everything in the block ends at ``instant`` (``time.monotonic()``), or at the enclosing deadline if earlier."""
     outer = current()
-    candidates = [d for d in (instant, outer) if d is not None]
+    candidates = [
+        d for d in (None if seconds is None else time.monotonic() + seconds, outer) if d is not None
+    ]
     _local.deadline = min(candidates) if candidates else None
     try:
         yield
     finally:
         _local.deadline = outer
+
+
+def reset(instant: float | None) -> None:
+    """Set the thread's outermost deadline (a job run's), whatever was set before, or clear it (None).
+
+    For the job runtime, at the start and end of a run: an exception raised into the thread
+    from outside (a run time limit's interrupt) may skip a ``within`` block's restore.
+    """
+    _local.deadline = instant
 
 
 def clamp(timeout: float | None) -> float | None:

@@ -197,3 +197,11 @@ def test_the_session_options_bound_both_waits_and_keep_those_of_the_database_url
     assert session_options(plain) == "-c lock_timeout=250 -c statement_timeout=9000"
     given = load_settings(database_url="postgresql://u@h/db?options=-c%20search_path%3Dgh")
     assert session_options(given) == "-c search_path=gh -c lock_timeout=10000 -c statement_timeout=60000"
+
+
+def test_a_run_sets_its_thread_deadline_whatever_an_interrupted_run_left_and_clears_it_after():
+    deadlines.reset(time.monotonic() - 10)  # what an interrupt landing in a ``within`` could leave
+    ctx = _ctx()
+    with time_limits.body_running(ctx, 5_000):
+        assert deadlines.current() == ctx.deadline and 4.9 < deadlines.remaining() <= 5
+    assert deadlines.current() is None

@@ -45,17 +45,19 @@ INTERRUPT_GRACE_S = 1.0
 def body_running(ctx: JobContext, limit_ms: int) -> Iterator[None]:
     """The body runs in this block, under its deadline; an interrupt may land only here."""
     ctx.deadline = time.monotonic() + limit_ms / 1000
+    # The thread's deadline is the same instant, so I/O it cut short finds the run overdue (the
+    # pipeline's time-limit); set, not nested: an earlier run's interrupt may have left its own.
+    deadlines.reset(ctx.deadline)
     with ctx.limit_lock:
         ctx.body_thread = threading.get_ident()
     try:
-        # The same instant: I/O the deadline cut short finds the run overdue (pipeline: time-limit).
-        with deadlines.until(ctx.deadline):
-            yield
+        yield
     finally:
         with ctx.limit_lock:
             ctx.body_thread = None
             if ctx.interrupted:
                 _set_async_exc(threading.get_ident(), None)  # withdraw one not yet raised
+        deadlines.reset(None)
 
 
 def interrupt_if_overdue(ctx: JobContext, now: float | None = None) -> bool:
