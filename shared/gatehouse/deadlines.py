@@ -7,15 +7,17 @@ calling thread carries a deadline (``within``); nested deadlines keep the
 earliest (a WB call's inside its run's time limit), and every socket wait is
 clamped to what is left of it:
 
-- HTTP: ``transport()`` is httpx's transport (``client()`` bounds a Client's) whose network streams wait at most
-  min(the operation's own timeout, what is left) in each read, write and
-  connect, and fail at once when nothing is left (httpx raises its
-  ``ReadTimeout``/``WriteTimeout``/``ConnectTimeout``);
+- HTTP: ``transport()`` is httpx's transport (``client()`` bounds those of a
+  Client) whose network streams wait at most min(the operation's own timeout,
+  what is left) in each read, write and connect, and fail at once when nothing
+  is left (httpx raises its ``ReadTimeout``/``WriteTimeout``/``ConnectTimeout``);
 - a blocking exchange that reads through a file (smtplib): ``shut_at_deadline``
   shuts its socket down when the deadline passes, which wakes the blocked read.
 
 The deadline is thread-local: a job body and the HTTP calls it makes run in its
-worker thread (httpx's sync client does its I/O in the calling thread).
+worker thread (httpx's sync client does its I/O in the calling thread). A job
+run's own deadline (its run time limit) is the thread's outermost one
+(``reset``, gatehouse_worker.time_limits).
 """
 
 from __future__ import annotations
@@ -53,10 +55,8 @@ def remaining() -> float:
 def within(seconds: float | None) -> Iterator[None]:
     """Everything in the block ends ``seconds`` from now, or at the enclosing deadline if that is earlier."""
     outer = current()
-    candidates = [
-        d for d in (None if seconds is None else time.monotonic() + seconds, outer) if d is not None
-    ]
-    _local.deadline = min(candidates) if candidates else None
+    mine = None if seconds is None else time.monotonic() + seconds
+    _local.deadline = outer if mine is None else mine if outer is None else min(mine, outer)
     try:
         yield
     finally:
