@@ -116,11 +116,13 @@ class JobContext:
         return dict(self.claim.job.checkpoint or {})
 
     def save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        """Record progress after each page, so a pause, retry or crash resumes here."""
-        if not self.jobs.save_checkpoint(self.claim, checkpoint):
+        """Record progress after each page, so a pause, retry or crash resumes here; a run that lost
+        its lease, or is past its time limit, stops here (its progress is saved)."""
+        if self.jobs.save_checkpoint(self.claim, checkpoint):
+            self.claim.job.checkpoint = checkpoint
+        else:
             self.lost.set()
-            self.ensure_held()
-        self.claim.job.checkpoint = checkpoint
+        self.ensure_held()
 
     def overdue(self, at: float | None = None) -> bool:
         """The run is past its time limit (at ``at``, a ``time.monotonic()``; now by default)."""
