@@ -12,7 +12,7 @@ import psycopg
 import pytest
 import sqlalchemy.exc
 
-from gatehouse import deadlines
+from gatehouse import deadlines, progress
 from gatehouse.db import cut_short, session_options
 from gatehouse.errors import RunTimeLimitExceeded
 from gatehouse.job_types import (
@@ -205,3 +205,16 @@ def test_a_run_sets_its_thread_deadline_whatever_an_interrupted_run_left_and_cle
     with time_limits.body_running(ctx, 5_000):
         assert deadlines.current() == ctx.deadline and 4.9 < deadlines.remaining() <= 5
     assert deadlines.current() is None
+
+
+def test_a_run_stopped_by_a_limit_says_why_in_its_progress_message():
+    retrying = progress.message(
+        progress.RETRYING, job_type="import-user-feeds", attempt=2, max_attempts=5, resume_in_ms=60_000,
+        reason="time-limit",
+    )  # fmt: skip
+    assert retrying.startswith("Задача не уложилась в отведённое время — повторим (попытка 2 из 5)")
+    failed = progress.message(
+        progress.FAILED, job_type="catalog.bulk-operation", attempt=5, max_attempts=5, resume_in_ms=None,
+        reason="lock-timeout",
+    )  # fmt: skip
+    assert failed == "Не получилось после 5 попыток: данные заняты другой операцией"
