@@ -24,7 +24,7 @@ ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 GATE_ENV = {"GATE_LEASE_MS": "2000", "GATE_HEARTBEAT_MS": "300", "GATE_POLL_DELAY_MS": "500"}
 PERIOD = {"dateFrom": "2026-09-01", "dateTo": "2026-09-02"}
 FEEDS = "/api/v1/supplier/"  # the orders and sales feeds: the paths the stand-ins hold up
-SLACK_S = 1.5  # a worker's poll, the keeper's tick, the stand-in noticing the hang-up
+SLACK_S = 2.0  # a worker's poll, the keeper's tick, the stand-in noticing the hang-up, a loaded machine
 
 
 def worker(processes, *, threads: int = 4, **env: str):

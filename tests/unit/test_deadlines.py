@@ -7,6 +7,8 @@ import threading
 import time
 import uuid
 
+import falcon
+import falcon.testing
 import httpx
 import psycopg
 import pytest
@@ -26,6 +28,7 @@ from gatehouse.job_types import (
 )
 from gatehouse.jobs import Claim
 from gatehouse.settings import load_settings
+from gatehouse_api import errors
 from gatehouse_worker import time_limits
 from gatehouse_worker.runtime import JobContext
 
@@ -218,3 +221,26 @@ def test_a_run_stopped_by_a_limit_says_why_in_its_progress_message():
         reason="lock-timeout",
     )  # fmt: skip
     assert failed == "Не получилось после 5 попыток: данные заняты другой операцией"
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "retry_after"),
+    [
+        (_wrapped(psycopg.errors.LockNotAvailable("lock timeout")), "RESOURCE_BUSY", "1"),
+        (psycopg.errors.DeadlockDetected("deadlock"), "RESOURCE_BUSY", "1"),
+        (psycopg.errors.QueryCanceled("statement timeout"), "STATEMENT_TIMEOUT", "5"),
+        (_wrapped(psycopg.OperationalError("connection refused")), "STORE_UNAVAILABLE", "5"),
+    ],
+)
+def test_the_api_answers_a_statement_postgresql_stopped_with_503_and_its_own_code(error, code, retry_after):
+    class Raises:
+        def on_get(self, req, resp):
+            raise error
+
+    app = falcon.App()
+    errors.install(app)
+    app.add_route("/x", Raises())
+    answer = falcon.testing.TestClient(app).simulate_get("/x")
+    assert answer.status_code == 503 and answer.headers["content-type"] == "application/problem+json"
+    assert answer.json["code"] == code and answer.json["store"] == "postgresql"
+    assert answer.headers["retry-after"] == retry_after
