@@ -16,7 +16,7 @@ import sqlalchemy.exc
 
 from gatehouse import deadlines, progress
 from gatehouse.db import cut_short, session_options
-from gatehouse.errors import RunTimeLimitExceeded
+from gatehouse.errors import RunTimeLimitExceeded, error_info
 from gatehouse.job_types import (
     CATALOG_BULK_OPERATION,
     IMPORT_USER_FEEDS,
@@ -191,6 +191,8 @@ def _wrapped(orig: Exception) -> sqlalchemy.exc.OperationalError:
 def test_a_statement_postgresql_stopped_is_told_from_an_outage(error, why):
     assert cut_short(error) == why
     assert cut_short(_wrapped(error)) == why
+    if why:  # … and a failed step records why, not SQLAlchemy's help-page key ("e3q8")
+        assert error_info(_wrapped(error))["code"] == why
 
 
 def test_the_session_options_bound_both_waits_and_keep_those_of_the_database_url():

@@ -42,8 +42,7 @@ from sqlalchemy.exc import TimeoutError as SaPoolTimeout
 from gatehouse import metrics
 from gatehouse import progress as P
 from gatehouse import run_decision as rd
-from gatehouse.db import cut_short
-from gatehouse.errors import JobPaused, PermanentJobError, RetryLater, RunTimeLimitExceeded
+from gatehouse.errors import JobPaused, PermanentJobError, RetryLater, RunTimeLimitExceeded, error_info
 from gatehouse.gate import RedisGate, job_of, owner
 from gatehouse.job_types import JobType, Policies, RunTimeLimits, outcome_event
 from gatehouse.jobs import Claim, JobMessage, JobStore, datetime_to_ms
@@ -65,13 +64,6 @@ CLAIM_RETRY_MS = 5_000
 MODULE_OFF_RETRY_MS = 1_000
 FINISHED = {"complete": "completed", "skip": "skipped", "fail": "failed"}  # metric labels, event states
 WAKE_TRIES = 5  # stale waiters (finished, or not parked any more) skipped per release
-
-
-def error_info(exc: BaseException) -> dict[str, Any]:
-    # A statement PostgreSQL stopped (a lock held elsewhere, …) says so (SQLAlchemy's own ``code``
-    # is only the key of its help page).
-    code = cut_short(exc) or getattr(exc, "code", None) or type(exc).__name__
-    return {"code": code, "message": str(exc) or type(exc).__name__}
 
 
 @dataclass(frozen=True)
