@@ -2,10 +2,10 @@
 
 Success is a 2xx within WEBHOOK_TIMEOUT_MS, counted from connect to the last
 byte read (a total deadline, gatehouse.deadlines: a receiver that trickles its
-answer is cut at it, whatever each read waits); a redirect, any other status, a timeout or a connection error is a
-failure. A 429 or 503 may say how long to wait (``Retry-After``, seconds or an
-HTTP date, capped at RETRY_AFTER_MAX_MS). Only the first READ_MAX bytes of the
-answer are read.
+answer is cut at it, whatever each read waits); a redirect, any other status,
+a timeout or a connection error is a failure. A 429 or 503 may say how long to
+wait (``Retry-After``, seconds or an HTTP date, capped at RETRY_AFTER_MAX_MS).
+Only the first READ_MAX bytes of the answer are read.
 """
 
 from __future__ import annotations

@@ -3,8 +3,7 @@
 A connection failure or a timeout raises, so the attempt fails and the job
 retries on its policy (``NOTIFICATION_EMAIL``); SMTP_TIMEOUT_MS bounds the
 whole exchange, connect to QUIT (gatehouse.deadlines), however slowly the
-server answers. A notification whose user is gone
-completes with nothing sent.
+server answers. A notification whose user is gone completes with nothing sent.
 """
 
 from __future__ import annotations
