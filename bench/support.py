@@ -76,7 +76,7 @@ def bench_settings(*, redis_db: int = BENCH_REDIS_DB, **overrides: object) -> It
         token_encryption_key=generate_key(),
         **overrides,
     )
-    engine = make_engine(settings)
+    engine = make_engine(settings, bounded_waits=False)
     upgrade(engine)
     engine.dispose()
     redis.Redis.from_url(redis_url).flushdb()

@@ -118,7 +118,7 @@ def database_url(pg_server: str) -> Iterator[str]:
     with admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     url = with_database(pg_server, name)
-    engine = make_engine(load_settings(database_url=url))
+    engine = make_engine(load_settings(database_url=url), bounded_waits=False)
     upgrade(engine)
     engine.dispose()
     yield url

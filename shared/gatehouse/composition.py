@@ -27,7 +27,7 @@ from gatehouse.catalog import CatalogStore
 from gatehouse.catalog.bulk import BulkStore
 from gatehouse.catalog.handlers import CatalogHandlers
 from gatehouse.crypto import TokenCipher
-from gatehouse.db import Statements, make_engine
+from gatehouse.db import Statements, make_engine, session_options
 from gatehouse.db import pool as statements_pool
 from gatehouse.dispatch import Dispatcher
 from gatehouse.events import EventBus
@@ -144,7 +144,9 @@ def bootstrap(
     users = Users(engine)
     # One-statement hot paths (job rows, the key check) on a plain psycopg pool (gatehouse.db).
     statements = Statements(
-        lambda: statements_pool(settings.libpq_url, size=2 * settings.db_pool_size, timeout_s=5)
+        lambda: statements_pool(
+            settings.libpq_url, size=2 * settings.db_pool_size, timeout_s=5, options=session_options(settings)
+        )
     )
     cipher = TokenCipher(settings) if settings.token_encryption_key else None
     accounts = Accounts(

@@ -20,7 +20,10 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+import psycopg
+import sqlalchemy.exc
 from psycopg import Cursor
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import class_row
 from psycopg_pool import ConnectionPool
 from sqlalchemy import Connection, Engine, Row, TextClause, create_engine, text
@@ -31,7 +34,40 @@ from gatehouse.settings import Settings
 T = TypeVar("T")
 
 
-def make_engine(settings: Settings) -> Engine:
+def session_options(settings: Settings) -> str:
+    """libpq ``options`` that bound every wait of a session: a row locked by someone else fails the
+    statement after DB_LOCK_TIMEOUT_MS (a failed attempt that retries, or a 503 RESOURCE_BUSY in the
+    API) instead of stalling a job whose lease keeps being renewed; no statement runs past
+    DB_STATEMENT_TIMEOUT_MS. Options the DATABASE_URL already gives are kept (ours come after)."""
+    given = conninfo_to_dict(settings.libpq_url).get("options")
+    ours = f"-c lock_timeout={settings.db_lock_timeout_ms} -c statement_timeout={settings.db_statement_timeout_ms}"
+    return f"{given} {ours}" if given else ours
+
+
+def cut_short(exc: BaseException) -> str | None:
+    """Why PostgreSQL stopped a statement that ``session_options`` bounds, or None for any other error.
+
+    ``lock-timeout``: another session holds the row (DB_LOCK_TIMEOUT_MS); ``statement-timeout``:
+    it ran past DB_STATEMENT_TIMEOUT_MS; ``write-conflict``: a deadlock or serialization failure.
+    psycopg raises all three as OperationalError subclasses, but none is an outage: the server
+    answered, and the same work may well succeed when tried again.
+    """
+    orig = exc.orig if isinstance(exc, sqlalchemy.exc.DBAPIError) else exc
+    if isinstance(orig, psycopg.errors.LockNotAvailable):
+        return "lock-timeout"
+    if isinstance(orig, psycopg.errors.QueryCanceled):
+        return "statement-timeout"
+    if isinstance(orig, (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)):
+        return "write-conflict"
+    return None
+
+
+def make_engine(settings: Settings, *, bounded_waits: bool = True) -> Engine:
+    """The engine of the API and the workers; the migrations' (``bounded_waits=False``) may wait for
+    their locks and build indexes for as long as it takes."""
+    connect_args: dict[str, Any] = {"connect_timeout": 5}
+    if bounded_waits:
+        connect_args["options"] = session_options(settings)
     return create_engine(
         settings.sqlalchemy_url,
         pool_size=settings.db_pool_size,
@@ -40,7 +76,7 @@ def make_engine(settings: Settings) -> Engine:
         # connection that broke is discarded when it errors, and none lives long.
         pool_recycle=300,
         # Fail fast when PostgreSQL is down instead of hanging a request or a job.
-        connect_args={"connect_timeout": 5},
+        connect_args=connect_args,
     )
 
 
@@ -97,18 +133,19 @@ class Statements:
             pool.close()
 
 
-def pool(conninfo: str, *, size: int, timeout_s: float) -> ConnectionPool:
+def pool(conninfo: str, *, size: int, timeout_s: float, options: str) -> ConnectionPool:
     """Autocommit connections for ``Statements``: every operation there is one statement.
 
     No check per checkout (it would double the round trips); a connection that
-    broke is discarded when it is returned, and the next one is fresh.
+    broke is discarded when it is returned, and the next one is fresh. ``options``:
+    ``session_options``.
     """
     return ConnectionPool(
         conninfo,
         min_size=1,
         max_size=size,
         timeout=timeout_s,
-        kwargs={"autocommit": True, "connect_timeout": 5},
+        kwargs={"autocommit": True, "connect_timeout": 5, "options": options},
         name="gatehouse-statements",
         open=False,
     )

@@ -7,6 +7,8 @@ Each error has a stable machine-readable ``code``.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class GatehouseError(Exception):
     code = "INTERNAL_ERROR"
@@ -118,3 +120,30 @@ class JobPaused(GatehouseError):
         self.resume_at_ms = resume_at_ms
         self.phase = phase
         self.reason = reason
+
+
+class RunTimeLimitExceeded(GatehouseError):
+    """A run went past its job type's run time limit: a failed attempt, its retry policy applies.
+
+    Raised at the run's next cooperative point (``JobContext.ensure_held``) or, as a
+    backstop, interrupted into its thread (gatehouse_worker.time_limits), hence the
+    default detail: an exception raised from outside is built without arguments.
+    """
+
+    code = "time-limit"
+
+    def __init__(self, detail: str = "the run went past its time limit", *, code: str | None = None) -> None:
+        super().__init__(detail, code=code)
+
+
+def error_info(exc: BaseException) -> dict[str, Any]:
+    """What a failed step records (a job's ``error``, a bulk operation's): its stable code and message.
+
+    A statement PostgreSQL stopped says why (``lock-timeout``, …: gatehouse.db.cut_short, ahead of
+    SQLAlchemy's own ``code``, which is only the key of its help page); an error with a ``code``
+    (ours) gives it; any other is named by its type.
+    """
+    from gatehouse.db import cut_short  # here, not above: gatehouse.db imports this module
+
+    code = cut_short(exc) or getattr(exc, "code", None) or type(exc).__name__
+    return {"code": code, "message": str(exc) or type(exc).__name__}

@@ -71,6 +71,9 @@ class JobType:
     # The domain events its outcome raises: "<emits>.completed" / "<emits>.failed", in the
     # transaction that writes the outcome (gatehouse.events), e.g. "wb.job".
     emits: str | None = None
+    # The longest one run may take, from its body's start (gate waits excluded), before it is
+    # stopped as a failed attempt (error.code time-limit); scaled by RUN_TIME_LIMIT_SCALE (RunTimeLimits).
+    run_time_limit_ms: int = 300_000
 
     def __post_init__(self) -> None:
         if self.gate is not None and self.gate.tier != self.tier:
@@ -89,6 +92,18 @@ class Policies:
 
     def of(self, job_type: JobType) -> RetryPolicy:
         return self._configured.get(job_type.name, job_type.retry)
+
+
+class RunTimeLimits:
+    """The run time limit of each job type as this deployment runs it: its declared one times
+    RUN_TIME_LIMIT_SCALE, or the one the settings give it (``configured``, e.g. the webhooks')."""
+
+    def __init__(self, scale: float = 1.0, configured: dict[str, int] | None = None) -> None:
+        self.scale, self._configured = scale, configured or {}
+
+    def of(self, job_type: JobType) -> int:
+        configured = self._configured.get(job_type.name)
+        return configured if configured is not None else round(job_type.run_time_limit_ms * self.scale)
 
 
 def register(job_type: JobType) -> JobType:
@@ -124,8 +139,21 @@ USER_QUEUE = "wb-user"
 WB_USER_RETRY = RetryPolicy.exponential(attempts=5, base_ms=MINUTE)
 
 
+# A WB sync (user or scheduled) runs for at most half an hour; the next run resumes from its checkpoint.
+WB_SYNC_LIMIT_MS = 30 * MINUTE
+
+
 def _user(name: str) -> JobType:
-    return register(JobType(name, queue=USER_QUEUE, retry=WB_USER_RETRY, gate=USER_GATE, emits="wb.job"))
+    return register(
+        JobType(
+            name,
+            queue=USER_QUEUE,
+            retry=WB_USER_RETRY,
+            gate=USER_GATE,
+            emits="wb.job",
+            run_time_limit_ms=WB_SYNC_LIMIT_MS,
+        )
+    )
 
 
 IMPORT_USER_FEEDS = _user("import-user-feeds")
@@ -141,7 +169,16 @@ SCHEDULED_QUEUE = "wb-scheduled"
 
 def _scheduled(name: str, max_wait_ms: int | None) -> JobType:
     gate = GateSpec("scheduled", max_wait_ms) if max_wait_ms is not None else None
-    return register(JobType(name, queue=SCHEDULED_QUEUE, tier="scheduled", gate=gate, emits="wb.job"))
+    return register(
+        JobType(
+            name,
+            queue=SCHEDULED_QUEUE,
+            tier="scheduled",
+            gate=gate,
+            emits="wb.job",
+            run_time_limit_ms=WB_SYNC_LIMIT_MS,
+        )
+    )
 
 
 SYNC_INCREMENTAL = _scheduled("digitization:sync-account", 30 * MINUTE)  # = its interval
@@ -182,6 +219,15 @@ WEBHOOK_QUEUE = "webhook.deliver"
 
 def webhook_retry(schedule_ms: Sequence[int]) -> RetryPolicy:
     return RetryPolicy.schedule(*schedule_ms[1:])
+
+
+# A webhook.deliver run sends its batch one after another, each within WEBHOOK_TIMEOUT_MS: its run
+# time limit is that per delivery of a full batch, plus this margin for its bookkeeping.
+WEBHOOK_RUN_MARGIN_MS = 30_000
+
+
+def webhook_run_time_limit(timeout_ms: int, batch_size: int) -> int:
+    return timeout_ms * batch_size + WEBHOOK_RUN_MARGIN_MS
 
 
 WEBHOOK_DELIVER = register(JobType("webhook.deliver", queue=WEBHOOK_QUEUE))

@@ -38,6 +38,11 @@ WB_RESCHEDULES = Counter(
     "account), wb-429 (WB answered 429), bucket (our token bucket said wait).",
     ["scope"],
 )
+JOBS_TIME_LIMITED = Counter(
+    "gatehouse_job_time_limits_total",
+    "Job runs stopped at their job type's run time limit (a failed attempt, error.code time-limit).",
+    ["type"],
+)
 GATE_WAIT = Histogram(
     "gatehouse_gate_wait_seconds",
     "How long a job waited for its account's gate, from its first park to getting it.",

@@ -41,7 +41,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        engine = make_engine(load_settings())
+        engine = make_engine(load_settings(), bounded_waits=False)
     except ConfigurationError as exc:
         sys.exit(f"gatehouse-migrate: {exc}")
     try:

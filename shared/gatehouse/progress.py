@@ -83,6 +83,11 @@ FAILURE_TEXT = {
     "wb-forbidden": "Wildberries запретил доступ к методу (403)",
     "wb-bad-request": "Wildberries отклонил запрос (400)",
     CANCELLED: "задача отменена оператором",
+    # The limits (docs/operations/limits.md): a run past its time limit, a statement PostgreSQL stopped.
+    "time-limit": "задача не уложилась в отведённое время",
+    "lock-timeout": "данные заняты другой операцией",
+    "write-conflict": "данные одновременно изменила другая операция",
+    "statement-timeout": "база данных не ответила вовремя",
 }
 GENERIC_FAILURE = "задача завершилась с ошибкой"
 

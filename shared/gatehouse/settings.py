@@ -275,8 +275,8 @@ class Settings(BaseSettings):
     # once with SMTP_NOT_CONFIGURED (the in-app notification stays). `make run`
     # points it at its local sink.
     smtp_url: str | None = None
-    # Each SMTP connect and command waits at most this long, so a slow server
-    # costs a worker thread seconds, not minutes; a timeout is a failed attempt.
+    # The whole SMTP exchange (connect to QUIT) ends after this long, however slowly the
+    # server answers, so it costs a worker thread seconds, not minutes; a timeout is a failed attempt.
     smtp_timeout_ms: int = 10_000
     # The From: of every notification e-mail.
     mail_from: str = "Gatehouse <gatehouse@localhost>"
@@ -291,7 +291,8 @@ class Settings(BaseSettings):
     webhook_retry_schedule_ms: Annotated[list[int], NoDecode] = [
         0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000,
     ]  # fmt: skip
-    # An attempt succeeds with a 2xx within this long (connect to last byte read).
+    # An attempt succeeds with a 2xx within this long (connect to last byte read: a total
+    # deadline, however slowly the receiver trickles its answer).
     webhook_timeout_ms: int = 15_000
     # Hosts or CIDRs a webhook may target despite the SSRF rules (loopback, private,
     # link-local, metadata addresses), and over plain http. Empty in production.
@@ -314,6 +315,16 @@ class Settings(BaseSettings):
     console_session_ms: int = 28_800_000
     # Live numbers on console pages refresh this often.
     console_refresh_ms: int = 3_000
+
+    # Nothing hangs for ever (docs/operations/limits.md). A WB call, connect to last byte,
+    # ends after this long whatever the server trickles (WB_TIMEOUT_MS bounds each socket wait).
+    wb_call_deadline_ms: int = 120_000
+    # Every API and worker connection to PostgreSQL (not the migrations') waits at most this
+    # long for a lock and runs a statement at most this long; past it the statement fails.
+    db_lock_timeout_ms: int = 10_000
+    db_statement_timeout_ms: int = 60_000
+    # Each job type's run time limit (gatehouse.job_types) is multiplied by this; tests shrink it.
+    run_time_limit_scale: float = Field(default=1.0, gt=0)
 
 
 # Settings that were replaced: set, they would be ignored without a word (an API that

@@ -321,7 +321,7 @@ class Chaos:
         self.pg.init()
         self.pg.start()
         self.database_url = self.pg.create_database("gatehouse")
-        engine = make_engine(load_settings(database_url=self.database_url))
+        engine = make_engine(load_settings(database_url=self.database_url), bounded_waits=False)
         upgrade(engine)
         engine.dispose()
         self.redis = RedisServer(binary, self.root)

@@ -40,7 +40,7 @@ LEASE_MS = 20_000
 def private_pg() -> Iterator[tuple[PgServer, str]]:
     with private_postgres() as server:
         url = server.create_database("gatehouse")
-        engine = make_engine(load_settings(database_url=url))
+        engine = make_engine(load_settings(database_url=url), bounded_waits=False)
         upgrade(engine)
         engine.dispose()
         yield server, url

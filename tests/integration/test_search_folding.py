@@ -105,7 +105,7 @@ def embedded_server() -> Iterator[str]:
 
 
 def _catalog(database_url: str, redis_url: str) -> Iterator[Components]:
-    engine = make_engine(load_settings(database_url=database_url))
+    engine = make_engine(load_settings(database_url=database_url), bounded_waits=False)
     upgrade(engine)
     engine.dispose()
     gh = bootstrap(

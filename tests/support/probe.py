@@ -96,3 +96,15 @@ def _segment(ctx: JobContext, redis: Redis, start: float, *, paused: bool) -> No
 
 for _type in (GATED_USER_A, GATED_USER_B, GATED_SCHED_A, GATED_SCHED_B):
     job(_type)(gated_probe)
+
+
+# A body that never reaches a cooperative point: pure Python, for ever. Gated (a user job), with a
+# run time limit of its own, so the backstop of the time limits (the interrupt) is what stops it.
+SPIN = register(JobType("probe-spin", queue="probe", gate=GateSpec("user", None), run_time_limit_ms=1_000))
+
+
+@job(SPIN)
+def probe_spin(ctx: JobContext) -> dict:
+    n = 0
+    while True:
+        n += 1

@@ -13,6 +13,7 @@ import redis
 import sqlalchemy.exc
 from psycopg_pool import PoolTimeout
 
+from gatehouse.db import cut_short
 from gatehouse.errors import (
     ConfigurationError,
     Conflict,
@@ -43,6 +44,19 @@ STORE_NAMES = {"postgresql": "PostgreSQL", "redis": "Redis"}
 # What the store clients raise when their server is down, refusing or not answering in time.
 REDIS_OUTAGES = (redis.ConnectionError, redis.TimeoutError)
 POSTGRESQL_OUTAGES = (psycopg.OperationalError, PoolTimeout, sqlalchemy.exc.TimeoutError)
+# A statement PostgreSQL cut short (gatehouse.db.cut_short) is no outage, but as passing: another
+# writer holds the row or collided with this one, or the statement ran too long. A 503 with
+# Retry-After, like an outage (every authenticated operation declares it, and a client already
+# retries it), with its own code; not a 409, which asks the client to change its request.
+CUT_SHORT = {
+    "lock-timeout": ("RESOURCE_BUSY", "another change holds what this request writes; try again shortly", 1),
+    "write-conflict": ("RESOURCE_BUSY", "a concurrent change collided with this one; try again shortly", 1),
+    "statement-timeout": (
+        "STATEMENT_TIMEOUT",
+        "PostgreSQL took too long to answer this request",
+        RETRY_AFTER_S,
+    ),
+}
 # Codes for errors Falcon raises itself (routing, media parsing, size limits).
 CODE_OF_STATUS = {
     400: "BAD_REQUEST",
@@ -123,6 +137,13 @@ def store_outage(exc: BaseException) -> StoreUnavailable | None:
 
 
 def handle_store(req: falcon.Request, resp: falcon.Response, exc: Exception, params: Any) -> None:
+    why = cut_short(exc)
+    if why is not None:
+        code, detail, retry_after = CUT_SHORT[why]
+        log.warning("%s %s: PostgreSQL stopped a statement: %s", req.method, req.path, why)
+        body = problem(503, code, detail, store="postgresql")
+        send_problem(resp, 503, body, {"Retry-After": str(retry_after)})
+        return
     outage = store_outage(exc)
     if outage is None:
         handle_unexpected(req, resp, exc, params)

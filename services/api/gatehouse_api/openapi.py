@@ -44,7 +44,11 @@ ERRORS = {
         "a field breaks a rule (`code` VALIDATION_ERROR): `field` and `detail` name the first, "
         "`errors` lists every invalid field found as {field, message}"
     ),
-    503: "a store is not answering (`code` STORE_UNAVAILABLE, `store` names it); retry after `Retry-After` seconds",
+    503: (
+        "a store is not answering (`code` STORE_UNAVAILABLE, `store` names it), another change holds "
+        "what this request writes (RESOURCE_BUSY), or PostgreSQL took too long (STATEMENT_TIMEOUT); "
+        "retry after `Retry-After` seconds"
+    ),
 }
 INFO = {"title": "Gatehouse", "version": "1", "description": "Job API and B2B admin API of Gatehouse."}
 

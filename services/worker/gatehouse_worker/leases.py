@@ -8,7 +8,10 @@ Every WORKER_HEARTBEAT_MS it:
    one UPDATE, and (GATE_HEARTBEAT_MS) their gate leases in one Redis
    pipeline; a run that lost either is told to stop before its next call;
 3. requeues the running jobs of workers that died (their liveness key gone
-   twice in a row) and of runs whose lease ran out.
+   twice in a row) and of runs whose lease ran out;
+4. stops runs past their time limit (gatehouse_worker.time_limits): their
+   leases are no longer renewed, and a body still running after the grace is
+   interrupted.
 
 A store that does not answer costs one tick: the keeper logs and tries again.
 """
@@ -32,6 +35,7 @@ from gatehouse.gate import RedisGate
 from gatehouse.jobs import JobStore
 from gatehouse.workers import DeadWorkers, Liveness, WorkerBeat
 from gatehouse_worker.runtime import JobContext
+from gatehouse_worker.time_limits import interrupt_if_overdue
 
 log = logging.getLogger(__name__)
 STORE_ERRORS = (PgError, PoolTimeout, RedisError)
@@ -141,6 +145,7 @@ class LeaseKeeper:
             if now >= gates_due:
                 gates_due = now + self.s.gate_heartbeat_ms / 1000
                 self._step("gate lease renewal", self.renew_gates)
+            self.stop_overdue()
 
     def _step(self, what: str, step) -> None:
         try:
@@ -150,8 +155,13 @@ class LeaseKeeper:
 
     # -- the steps (public for tests) -------------------------------------------------
 
+    def renewable(self) -> list[Held]:
+        """The runs whose leases are renewed: not those past their time limit (they stop, or lose them)."""
+        now = time.monotonic()
+        return [h for h in self.held() if not h.ctx.overdue(now)]
+
     def renew_rows(self) -> None:
-        held = self.held()
+        held = self.renewable()
         lost = self.jobs.renew([h.ctx.claim for h in held], self.s.job_lease_ms)
         for h in held:
             if h.ctx.claim.key in lost and self._still_holds(h, h.gate):
@@ -159,7 +169,7 @@ class LeaseKeeper:
                 h.ctx.lost.set()
 
     def renew_gates(self) -> None:
-        held = [(h, h.gate) for h in self.held() if h.gate is not None]
+        held = [(h, h.gate) for h in self.renewable() if h.gate is not None]
         lost = self.gate.heartbeat_many([gate for _, gate in held], lease_ms=self.s.gate_lease_ms)
         for h, gate in held:
             if gate in lost and self._still_holds(h, gate):
@@ -170,6 +180,14 @@ class LeaseKeeper:
         """A run that finished (or gave its gate back) during the renewal did not lose it: it let go."""
         with self._lock:
             return self._held.get(held.ctx.claim.key) is held and held.gate == gate
+
+    def stop_overdue(self) -> None:
+        now = time.monotonic()
+        for h in self.held():
+            if interrupt_if_overdue(h.ctx, now):
+                log.warning(
+                    "job %s ran past its time limit without stopping; interrupted", h.ctx.claim.job_id
+                )
 
     def recover(self) -> int:
         dead = self.dead.look(self.jobs.running_workers())

@@ -42,15 +42,16 @@ from sqlalchemy.exc import TimeoutError as SaPoolTimeout
 from gatehouse import metrics
 from gatehouse import progress as P
 from gatehouse import run_decision as rd
-from gatehouse.errors import JobPaused, PermanentJobError, RetryLater
+from gatehouse.errors import JobPaused, PermanentJobError, RetryLater, RunTimeLimitExceeded, error_info
 from gatehouse.gate import RedisGate, job_of, owner
-from gatehouse.job_types import JobType, Policies, outcome_event
+from gatehouse.job_types import JobType, Policies, RunTimeLimits, outcome_event
 from gatehouse.jobs import Claim, JobMessage, JobStore, datetime_to_ms
 from gatehouse.modules import ModuleStates, module_of_queue
 from gatehouse.uow import UnitOfWork
 from gatehouse.wb.pauses import AccountPauses
 from gatehouse_worker.leases import LeaseKeeper
 from gatehouse_worker.runtime import JobContext, WbAccess
+from gatehouse_worker.time_limits import body_running
 
 log = logging.getLogger(__name__)
 
@@ -63,11 +64,6 @@ CLAIM_RETRY_MS = 5_000
 MODULE_OFF_RETRY_MS = 1_000
 FINISHED = {"complete": "completed", "skip": "skipped", "fail": "failed"}  # metric labels, event states
 WAKE_TRIES = 5  # stale waiters (finished, or not parked any more) skipped per release
-
-
-def error_info(exc: BaseException) -> dict[str, Any]:
-    code = getattr(exc, "code", None) or type(exc).__name__
-    return {"code": code, "message": str(exc) or type(exc).__name__}
 
 
 @dataclass(frozen=True)
@@ -95,11 +91,13 @@ class JobRuntime(Middleware):
         wb_access: WbAccess,
         timings: rd.Timings,
         gate_timings: GateTimings,
+        limits: RunTimeLimits,
     ) -> None:
         self.uow, self.jobs, self.gate, self.pauses = uow, jobs, gate, pauses
         self.modules, self.policies = modules, policies
         self.leases, self.wb_access = leases, wb_access
         self.timings, self.g = timings, gate_timings
+        self.limits = limits
 
     # -- Dramatiq hooks ------------------------------------------------------------
 
@@ -130,7 +128,7 @@ class JobRuntime(Middleware):
         try:
             facts, outcome = self._admit(job_type, ctx)
             if outcome is None:
-                outcome = self._body(body, ctx, started=not facts.gated)
+                outcome = self._body(body, ctx, started=not facts.gated, limit_ms=self.limits.of(job_type))
         finally:
             # The run is over: its next write is its last, so its leases need no renewal
             # (and a renewal racing that write must not take it for a lost lease).
@@ -217,7 +215,9 @@ class JobRuntime(Middleware):
             self._observe_handoff(account, facts.waiting_since_ms)
         return replace(facts, holds_gate=True), None
 
-    def _body(self, body: Callable[[JobContext], Any], ctx: JobContext, *, started: bool) -> rd.Outcome:
+    def _body(
+        self, body: Callable[[JobContext], Any], ctx: JobContext, *, started: bool, limit_ms: int
+    ) -> rd.Outcome:
         # A job without a gate was started by its claim (one statement); an admitted one starts here.
         if not started and not self._write(
             lambda: self.jobs.start(ctx.claim, P.stored(P.RUNNING)), ctx.job.id
@@ -225,12 +225,16 @@ class JobRuntime(Middleware):
             ctx.lost.set()
             return rd.Paused(current_millis(), P.WAITING_ACCOUNT, "lease-lost")
         try:
-            return rd.Completed(body(ctx))
+            with body_running(ctx, limit_ms):
+                result = body(ctx)
+            return rd.Completed(result)
         except JobPaused as exc:
             log.info("job %s paused until %d (%s)", ctx.job.id, exc.resume_at_ms, exc.reason)
             if exc.reason == P.WB_429:
                 self._note_pause(ctx, exc)
             return rd.Paused(exc.resume_at_ms, exc.phase, exc.reason, error_info(exc))
+        except RunTimeLimitExceeded as exc:
+            return self._overdue(ctx, limit_ms, exc)
         except PermanentJobError as exc:
             log.warning("job %s failed for good: %s", ctx.job.id, exc)
             return rd.FailedPermanently(error_info(exc))
@@ -240,8 +244,27 @@ class JobRuntime(Middleware):
             )
             return rd.Failed(error_info(exc), retry_after_ms=exc.after_ms)
         except Exception as exc:
+            if ctx.overdue():  # what the deadline cut short (a WB call, a POST) is the time limit
+                return self._overdue(ctx, limit_ms, exc)
             log.warning("job %s attempt %d failed", ctx.job.id, ctx.job.attempt, exc_info=True)
             return rd.Failed(error_info(exc))
+
+    def _overdue(self, ctx: JobContext, limit_ms: int, exc: Exception) -> rd.Outcome:
+        how = "interrupted" if ctx.interrupted else f"stopped ({type(exc).__name__}: {exc})"
+        log.warning(
+            "job %s attempt %d ran past its time limit of %d ms; %s",
+            ctx.job.id,
+            ctx.job.attempt,
+            limit_ms,
+            how,
+        )
+        metrics.JOBS_TIME_LIMITED.labels(type=ctx.job.type).inc()
+        return rd.Failed(
+            {
+                "code": RunTimeLimitExceeded.code,
+                "message": f"the run went past its time limit of {limit_ms} ms",
+            }
+        )
 
     def _note_pause(self, ctx: JobContext, exc: JobPaused) -> None:
         """WB said 429: the account's recent pauses (for operators) get this one; never fails the job."""

@@ -12,6 +12,7 @@ the row, the gate, progress and retries happen around it, in the job pipeline
 from __future__ import annotations
 
 import inspect
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -22,7 +23,7 @@ from dramatiq.common import current_millis
 
 from gatehouse.accounts import Accounts
 from gatehouse.bucket import RedisTokenBucket
-from gatehouse.errors import JobPaused
+from gatehouse.errors import JobPaused, RunTimeLimitExceeded
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Claim, JobStore
 from gatehouse.progress import RATE_LIMITED, WAITING_ACCOUNT
@@ -35,11 +36,12 @@ class WbAccess:
     """What a WB-heavy job needs to call WB for its account: the token, the account's buckets, the limits."""
 
     host: Callable[[str], str]  # a WB service's base URL (Settings.wb_host)
-    timeout_ms: int  # WB_TIMEOUT_MS
+    timeout_ms: int  # WB_TIMEOUT_MS: each socket wait of a call
     accounts: Accounts
     buckets: RedisTokenBucket
     limits: dict[str, Limit]
     max_sleep_ms: int  # WB_BUCKET_MAX_SLEEP_MS: a longer wait for a token pauses the job instead
+    call_deadline_ms: int  # WB_CALL_DEADLINE_MS: a whole call, connect to last byte
 
 
 @dataclass
@@ -50,6 +52,12 @@ class JobContext:
     poll_delay_ms: int  # GATE_POLL_DELAY_MS: a run that lost its lease waits this long, then runs again
     # Set by the lease keeper when the run lost its row or gate lease: it stops before its next call.
     lost: threading.Event = field(default_factory=threading.Event)
+    # The run's time limit (gatehouse_worker.time_limits): its deadline (time.monotonic()), the
+    # thread its body runs in while it runs, and whether it was interrupted.
+    deadline: float = math.inf
+    body_thread: int | None = None
+    interrupted: bool = False
+    limit_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def job(self):
@@ -66,6 +74,7 @@ class JobContext:
             access.host,
             access.accounts.wb_token(self.job.account_id),
             timeout_ms=access.timeout_ms,
+            deadline_ms=access.call_deadline_ms,
             job_id=str(self.job.id),
             run=self.claim.claims,
             before_call=self.before_wb_call,
@@ -107,14 +116,22 @@ class JobContext:
         return dict(self.claim.job.checkpoint or {})
 
     def save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        """Record progress after each page, so a pause, retry or crash resumes here."""
-        if not self.jobs.save_checkpoint(self.claim, checkpoint):
+        """Record progress after each page, so a pause, retry or crash resumes here; a run that lost
+        its lease, or is past its time limit, stops here (its progress is saved)."""
+        if self.jobs.save_checkpoint(self.claim, checkpoint):
+            self.claim.job.checkpoint = checkpoint
+        else:
             self.lost.set()
-            self.ensure_held()
-        self.claim.job.checkpoint = checkpoint
+        self.ensure_held()
+
+    def overdue(self, at: float | None = None) -> bool:
+        """The run is past its time limit (at ``at``, a ``time.monotonic()``; now by default)."""
+        return (time.monotonic() if at is None else at) > self.deadline
 
     def ensure_held(self) -> None:
-        """Call before each external call: stop (and wait) if the lease is gone."""
+        """Call before each external call: stop (and wait) if the lease is gone; stop if past the time limit."""
+        if self.overdue():
+            raise RunTimeLimitExceeded()
         if self.lost.is_set():
             raise JobPaused(
                 "the job lost its lease; it waits to run again",

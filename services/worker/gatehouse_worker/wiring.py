@@ -88,6 +88,7 @@ def job_runtime(c: Components) -> JobRuntime:
             c.buckets,
             c.wb_limits,
             max_sleep_ms=s.wb_bucket_max_sleep_ms,
+            call_deadline_ms=s.wb_call_deadline_ms,
         ),
         timings=rd.Timings.from_settings(s),
         gate_timings=GateTimings(
@@ -96,6 +97,10 @@ def job_runtime(c: Components) -> JobRuntime:
             wanted_ttl_ms=s.gate_wanted_ttl_ms,
             poll_delay_ms=s.gate_poll_delay_ms,
             job_lease_ms=s.job_lease_ms,
+        ),
+        limits=jt.RunTimeLimits(
+            s.run_time_limit_scale,
+            {jt.WEBHOOK_DELIVER.name: jt.webhook_run_time_limit(s.webhook_timeout_ms, s.webhook_batch_size)},
         ),
     )
 

@@ -16,6 +16,7 @@ from gatehouse.catalog.bulk import BulkStore, OperationRecord, Reindex, Selectio
 from gatehouse.catalog.rules import NewProduct, ProductPatch, check_patch
 from gatehouse.catalog.store import CatalogStore
 from gatehouse.catalog.tables import AttributeRecord, ProductRecord
+from gatehouse.errors import error_info
 from gatehouse.events import Event
 from gatehouse.uow import UnitOfWork
 
@@ -114,8 +115,6 @@ class CatalogHandlers:
         except Exception as exc:
             if last_attempt:
                 with self.uow.begin() as tx:
-                    self.bulk.fail(
-                        tx, op_id, {"code": getattr(exc, "code", type(exc).__name__), "message": str(exc)}
-                    )
+                    self.bulk.fail(tx, op_id, error_info(exc))
             raise
         return self.bulk.get(op_id)

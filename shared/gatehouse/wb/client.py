@@ -3,7 +3,10 @@
 Every call goes through ``call``: a ``before_call(bucket)`` hook runs first
 (the job's lease check and the per-account token bucket), then the request;
 the answer becomes data or one of gatehouse.wb.errors. A 429's
-``X-Ratelimit-Retry`` is parsed into ``WbRateLimited.retry_after_s``.
+``X-Ratelimit-Retry`` is parsed into ``WbRateLimited.retry_after_s``. Each
+socket wait is bounded by WB_TIMEOUT_MS, and the whole call (connect to the
+last byte) by WB_CALL_DEADLINE_MS (gatehouse.deadlines), or sooner by the
+run's time limit: an answer that trickles is a WbTimeout, not a held account.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from gatehouse import deadlines
 from gatehouse.wb.errors import (
     WbBadRequest,
     WbForbidden,
@@ -52,19 +56,23 @@ class WbClient:
         token: str,
         *,
         timeout_ms: int,
+        deadline_ms: int,
         job_id: str | None = None,
         run: int | None = None,
         before_call: Callable[[str], None] | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.host = host  # a WB service's base URL (Settings.wb_host)
+        self.deadline_s = deadline_ms / 1000
         self.before_call = before_call or (lambda bucket: None)
         headers = {"Authorization": token, "Accept": "application/json"}
         if job_id:
             headers[JOB_HEADER] = job_id
         if run is not None:
             headers[RUN_HEADER] = str(run)
-        self.http = httpx.Client(headers=headers, timeout=timeout_ms / 1000, transport=transport)
+        self.http = deadlines.client(
+            httpx.Client(headers=headers, timeout=timeout_ms / 1000, transport=transport)
+        )
 
     def close(self) -> None:
         self.http.close()
@@ -80,7 +88,8 @@ class WbClient:
         self.before_call(endpoint.bucket)
         url = self.host(endpoint.service) + endpoint.path
         try:
-            response = self.http.request(endpoint.method, url, params=params, json=body)
+            with deadlines.within(self.deadline_s):
+                response = self.http.request(endpoint.method, url, params=params, json=body)
         except httpx.TimeoutException as exc:
             raise WbTimeout(f"WB did not answer {endpoint.path} in time ({type(exc).__name__})") from None
         except httpx.TransportError as exc:

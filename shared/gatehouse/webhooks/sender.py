@@ -1,10 +1,11 @@
 """One HTTP attempt of a webhook delivery with httpx: POST, no redirects, a deadline, a capped read.
 
 Success is a 2xx within WEBHOOK_TIMEOUT_MS, counted from connect to the last
-byte read; a redirect, any other status, a timeout or a connection error is a
-failure. A 429 or 503 may say how long to wait (``Retry-After``, seconds or an
-HTTP date, capped at RETRY_AFTER_MAX_MS). Only the first READ_MAX bytes of the
-answer are read.
+byte read (a total deadline, gatehouse.deadlines: a receiver that trickles its
+answer is cut at it, whatever each read waits); a redirect, any other status,
+a timeout or a connection error is a failure. A 429 or 503 may say how long to
+wait (``Retry-After``, seconds or an HTTP date, capped at RETRY_AFTER_MAX_MS).
+Only the first READ_MAX bytes of the answer are read.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from email.utils import parsedate_to_datetime
 
 import httpx
 
+from gatehouse import deadlines
 from gatehouse.webhooks.store import Answer
 
 READ_MAX = 64 * 1024
@@ -24,14 +26,15 @@ LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20)
 
 
 def transport() -> httpx.HTTPTransport:
-    """The connection pool of a worker process, shared by every delivery: httpx's transport, no Client.
+    """The connection pool of a worker process, shared by every delivery: httpx's transport, no Client,
+    whose sockets wait no longer than the attempt's deadline.
 
     A delivery follows no redirect and carries no cookie (a ``Set-Cookie`` of one receiver
     must never ride along to another endpoint on the same host), and the transport does
     neither by construction. It is also the cheaper way through httpx: a Client's redirect,
     auth, cookie and hook layers cost about half of a request's CPU (bench_webhooks prints both).
     """
-    return httpx.HTTPTransport(limits=LIMITS)
+    return deadlines.transport(limits=LIMITS)
 
 
 def retry_after_ms(value: str | None, now: datetime | None = None) -> int | None:
@@ -64,15 +67,16 @@ def post(
         extensions={"timeout": httpx.Timeout(timeout_s).as_dict()},
     )
     try:
-        response = http.handle_request(request)
-        try:
-            read = bytearray()
-            for chunk in response.iter_raw():  # no Accept-Encoding was sent: the bytes as they come
-                read += chunk
-                if len(read) >= READ_MAX or time.monotonic() - start > timeout_s:
-                    break
-        finally:
-            response.close()  # a body left unread closes the connection instead of pooling it
+        with deadlines.within(timeout_s):
+            response = http.handle_request(request)
+            try:
+                read = bytearray()
+                for chunk in response.iter_raw():  # no Accept-Encoding was sent: the bytes as they come
+                    read += chunk
+                    if len(read) >= READ_MAX:
+                        break
+            finally:
+                response.close()  # a body left unread closes the connection instead of pooling it
         code = response.status_code
         wait = retry_after_ms(response.headers.get("retry-after")) if code in (429, 503) else None
     except httpx.TimeoutException:
@@ -80,6 +84,4 @@ def post(
     except httpx.HTTPError as exc:
         return Answer(None, elapsed_ms(), error=f"{type(exc).__name__}: {exc}"[:500])
     excerpt = bytes(read[:4096]).decode("utf-8", "replace")
-    if time.monotonic() - start > timeout_s:
-        return Answer(code, elapsed_ms(), error=f"timeout after {timeout_s:g} s", excerpt=excerpt)
     return Answer(code, elapsed_ms(), excerpt=excerpt, retry_after_ms=wait)

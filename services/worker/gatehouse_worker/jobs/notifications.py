@@ -1,9 +1,9 @@
 """The e-mail of a notification: one plain-text message to its user over SMTP (stdlib smtplib).
 
 A connection failure or a timeout raises, so the attempt fails and the job
-retries on its policy (``NOTIFICATION_EMAIL``); SMTP_TIMEOUT_MS bounds how
-long any one step holds the worker thread. A notification whose user is gone
-completes with nothing sent.
+retries on its policy (``NOTIFICATION_EMAIL``); SMTP_TIMEOUT_MS bounds the
+whole exchange, connect to QUIT (gatehouse.deadlines), however slowly the
+server answers. A notification whose user is gone completes with nothing sent.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from email.utils import formataddr
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from gatehouse import deadlines
 from gatehouse.errors import PermanentJobError
 from gatehouse.job_types import NOTIFICATION_EMAIL
 from gatehouse.notifications import EmailOf, NotificationStore
@@ -88,11 +89,21 @@ def message(of: EmailOf, mail_from: str, public_url: str) -> EmailMessage:
 
 
 def send(server: SmtpServer, msg: EmailMessage, timeout_s: float) -> None:
+    """The exchange ends within ``timeout_s`` (or the run's deadline if sooner): smtplib's timeout
+    bounds each socket wait only, so the socket is shut down at the deadline."""
     smtp_class = smtplib.SMTP_SSL if server.tls else smtplib.SMTP
-    with smtp_class(server.host, server.port, timeout=timeout_s) as smtp:
-        if server.user:
-            smtp.login(server.user, server.password or "")
-        smtp.send_message(msg)
+    with deadlines.within(timeout_s):
+        smtp = smtp_class(timeout=deadlines.clamp(timeout_s))  # no host: connecting comes below
+        try:
+            with deadlines.shut_at_deadline(lambda: smtp.sock), smtp:
+                smtp.connect(server.host, server.port)
+                if server.user:
+                    smtp.login(server.user, server.password or "")
+                smtp.send_message(msg)
+        except (OSError, smtplib.SMTPException) as exc:
+            if deadlines.remaining() <= 0:
+                raise TimeoutError(f"the SMTP exchange did not end within {timeout_s:g} s") from exc
+            raise
 
 
 @job(NOTIFICATION_EMAIL)
