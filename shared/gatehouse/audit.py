@@ -21,7 +21,11 @@ ADMIN_ACTOR = "admin"
 
 class AuditEntry(SQLModel, table=True):
     __tablename__ = "audit_log"
-    __table_args__ = (Index("audit_log_by_entity", "entity", "entity_id", "id"),)
+    __table_args__ = (
+        Index("audit_log_by_entity", "entity", "entity_id", "id"),
+        # Retention: the oldest first (gatehouse.retention).
+        Index("audit_log_by_created", "created_at"),
+    )
 
     id: int | None = Field(default=None, sa_column=Column(BigInteger, primary_key=True, autoincrement=True))
     # A staff user's id, or "admin" for the bootstrap token.
