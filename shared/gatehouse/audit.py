@@ -3,6 +3,7 @@
 Every domain store that changes a row on an actor's behalf calls ``record``
 on the connection of that change, so a change and its audit row commit (or
 roll back) together. ``before``/``after`` hold only the fields that changed.
+Rows older than AUDIT_RETENTION are deleted by ``prune`` (gatehouse.retention), and only there.
 """
 
 from __future__ import annotations
@@ -69,3 +70,21 @@ def record(
             "after": None if after is None else json.dumps(after),
         },
     )
+
+
+# Oldest first (index audit_log_by_created).
+_PRUNABLE = "created_at < now() - :age_ms * interval '1 millisecond'"
+PRUNE = text(f"""
+DELETE FROM audit_log WHERE id IN (
+  SELECT id FROM audit_log WHERE {_PRUNABLE} ORDER BY created_at LIMIT :limit FOR UPDATE SKIP LOCKED)""")
+PRUNABLE = text(f"SELECT count(*) FROM audit_log WHERE {_PRUNABLE}")
+
+
+def prune(conn: Connection, *, age_ms: int, limit: int) -> int:
+    """Delete up to ``limit`` audit rows older than ``age_ms`` on ``conn``; returns how many."""
+    return conn.execute(PRUNE, {"age_ms": age_ms, "limit": limit}).rowcount
+
+
+def prunable(conn: Connection, *, age_ms: int) -> int:
+    """How many audit rows ``prune`` would delete now, in all its batches."""
+    return conn.execute(PRUNABLE, {"age_ms": age_ms}).scalar_one()
