@@ -46,7 +46,8 @@ def account(sql) -> uuid.UUID:
     return sql("INSERT INTO accounts (id, name) VALUES (gen_random_uuid(), 'seller') RETURNING id")[0][0]
 
 
-def seed_every_table(sql) -> Seeded:
+def seed_every_table(sql, *, live: bool = True) -> Seeded:
+    """``live=False`` leaves out the live jobs, which a running worker would otherwise run."""
     s = Seeded()
     a, b = account(sql), account(sql)
     # Scheduled syncs keep completed runs 1 h, failed 7 d; the latest finished of a pair always.
@@ -55,14 +56,16 @@ def seed_every_table(sql) -> Seeded:
     job(sql, s, ADS, "failed", "4 hours", account=a)  # failed: 7 d
     job(sql, s, ADS, "completed", "5 hours", account=a, pruned=True)
     job(sql, s, ADS, "completed", "5 hours", account=b)  # b's latest ads run
-    job(sql, s, ADS, "active", "40 days", account=b)  # live, whatever its age
+    if live:
+        job(sql, s, ADS, "active", "40 days", account=b)  # live, whatever its age
     job(sql, s, FINANCE, "failed", "8 days", account=a)  # the pair's latest: kept past 7 d
     # User imports keep completed runs 7 d (the setting), failed ones 90 d (their type's).
     job(sql, s, FEEDS, "completed", "1 day", account=a)
     job(sql, s, FEEDS, "completed", "8 days", account=a, pruned=True)
     job(sql, s, FEEDS, "failed", "40 days", account=a)
     job(sql, s, FEEDS, "failed", "100 days", account=a, pruned=True)
-    job(sql, s, FEEDS, "waiting", "60 days", account=b)
+    if live:
+        job(sql, s, FEEDS, "waiting", "60 days", account=b)
     # System jobs (no account): one pair per type.
     job(sql, s, SWEEP, "completed", "1 hour")
     job(sql, s, SWEEP, "completed", "8 days", pruned=True)
