@@ -62,7 +62,9 @@ def main() -> list[Result]:
         gh = bootstrap(settings)
         url = settings.libpq_url
         with psycopg.connect(url, autocommit=True) as conn:
-            print(f"audit: {ROWS:,} rows past retention beside {ROWS // 4:,} recent ones, batches of {BATCH:,}")
+            print(
+                f"audit: {ROWS:,} rows past retention beside {ROWS // 4:,} recent ones, batches of {BATCH:,}"
+            )
             for created, n in ((OLD, ROWS), (RECENT, ROWS // 4)):
                 conn.execute(AUDIT_ROWS.format(table="audit_log", created=created), {"n": n})
             conn.execute("VACUUM ANALYZE audit_log")
