@@ -12,6 +12,7 @@ from gatehouse import job_types as jt
 from gatehouse import metrics
 from gatehouse.composition import bootstrap
 from gatehouse.retention import TABLES, RetentionPolicy
+from gatehouse.schedules import schedules
 from tests.support.retention import SWEEP, Seeded, assert_pruned_exactly, job, remaining, seed_every_table
 
 
@@ -140,3 +141,17 @@ def test_each_job_types_retention_is_its_override_or_the_settings(settings):
     assert policy.job_age_ms(jt.MAINTENANCE_PRUNE.name, "completed") == settings.job_retention_completed
     with pytest.raises(ValueError, match="needs a unit"):
         jt.Retention(completed="7")
+
+
+def test_the_prune_schedule_is_one_hourly_system_job_one_live_at_a_time(gh):
+    schedule = schedules({})["prune"]
+    assert (schedule.job_type, schedule.cron, schedule.per_account) == (
+        jt.MAINTENANCE_PRUNE,
+        "40 * * * *",
+        False,
+    )
+    assert schedule.module is None  # the core's: never switched off
+    # A tick (or a second scheduler's) while a run is live joins it instead of starting another
+    first, created = gh.job_handlers.submit(jt.MAINTENANCE_PRUNE, account_id=None)
+    again, created_again = gh.job_handlers.submit(jt.MAINTENANCE_PRUNE, account_id=None)
+    assert (created, created_again, again.id) == (True, False, first.id)
