@@ -72,11 +72,12 @@ def record(
     )
 
 
-# Oldest first (index audit_log_by_created).
+# Oldest first (index audit_log_by_created); ``= ANY(ARRAY(…))`` makes the delete a primary-key
+# lookup per row, where ``IN (…)`` was planned as a hash join over a scan of the whole table.
 _PRUNABLE = "created_at < now() - :age_ms * interval '1 millisecond'"
 PRUNE = text(f"""
-DELETE FROM audit_log WHERE id IN (
-  SELECT id FROM audit_log WHERE {_PRUNABLE} ORDER BY created_at LIMIT :limit FOR UPDATE SKIP LOCKED)""")
+DELETE FROM audit_log WHERE id = ANY(ARRAY(
+  SELECT id FROM audit_log WHERE {_PRUNABLE} ORDER BY created_at LIMIT :limit FOR UPDATE SKIP LOCKED))""")
 PRUNABLE = text(f"SELECT count(*) FROM audit_log WHERE {_PRUNABLE}")
 
 

@@ -324,7 +324,7 @@ WITH doomed AS (
     AND (j.finished_at, j.id) > (%(after_at)s, %(after_id)s)
   ORDER BY j.finished_at, j.id LIMIT %(limit)s
   FOR UPDATE SKIP LOCKED
-), gone AS (DELETE FROM jobs WHERE id IN (SELECT id FROM doomed) RETURNING id)
+), gone AS (DELETE FROM jobs WHERE id = ANY(ARRAY(SELECT id FROM doomed)) RETURNING id)
 SELECT (SELECT count(*) FROM gone) AS deleted, finished_at AS after_at, id AS after_id
 FROM doomed ORDER BY finished_at DESC, id DESC LIMIT 1"""
 SQL_PRUNABLE = f"SELECT count(*) AS deleted FROM jobs AS j WHERE {_PRUNABLE}"

@@ -57,11 +57,12 @@ def _check(kind: str, title: str, body: str, link: str | None) -> None:
 
 
 # Retention (gatehouse.retention): notifications older than NOTIFICATION_RETENTION, read or not,
-# oldest first (index notifications_by_created).
+# oldest first (index notifications_by_created), each deleted by its primary key (``= ANY(ARRAY(…))``;
+# ``IN (…)`` may be planned as a scan of the whole table).
 _PRUNABLE = "created_at < now() - :age_ms * interval '1 millisecond'"
 PRUNE = text(f"""
-DELETE FROM notifications WHERE id IN (
-  SELECT id FROM notifications WHERE {_PRUNABLE} ORDER BY created_at LIMIT :limit FOR UPDATE SKIP LOCKED)""")
+DELETE FROM notifications WHERE id = ANY(ARRAY(
+  SELECT id FROM notifications WHERE {_PRUNABLE} ORDER BY created_at LIMIT :limit FOR UPDATE SKIP LOCKED))""")
 PRUNABLE = text(f"SELECT count(*) FROM notifications WHERE {_PRUNABLE}")
 
 

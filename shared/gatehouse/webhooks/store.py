@@ -196,15 +196,17 @@ BEGIN_RUN = text(
 
 
 # Retention (gatehouse.retention): delivered or dead deliveries last changed longer ago than their
-# retention (index webhook_deliveries_finished), with their attempts, in one statement. A replay moves
+# retention (index webhook_deliveries_finished), with their attempts, in one statement; each by its
+# key (``= ANY(ARRAY(…))``: ``IN (…)`` may be planned as a scan of the whole table). A replay moves
 # a delivery back to pending, so a replayed dead letter is never pruned mid-series.
 _PRUNABLE_DELIVERY = "status = :status AND updated_at < now() - :age_ms * interval '1 millisecond'"
 PRUNE_DELIVERIES = text(f"""
 WITH doomed AS (
   SELECT id FROM webhook_deliveries WHERE {_PRUNABLE_DELIVERY}
   ORDER BY updated_at LIMIT :limit FOR UPDATE SKIP LOCKED
-), attempts AS (DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM doomed) RETURNING 1),
-deliveries AS (DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM doomed) RETURNING 1)
+), attempts AS (
+  DELETE FROM webhook_attempts WHERE delivery_id = ANY(ARRAY(SELECT id FROM doomed)) RETURNING 1
+), deliveries AS (DELETE FROM webhook_deliveries WHERE id = ANY(ARRAY(SELECT id FROM doomed)) RETURNING 1)
 SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM attempts)""")
 PRUNABLE_DELIVERIES = text(f"""
 SELECT count(*), coalesce(sum(d.attempts), 0) FROM (
