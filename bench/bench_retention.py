@@ -112,8 +112,9 @@ def main() -> list[Result]:
                 "created_at, started_at, finished_at) "
                 "SELECT gen_random_uuid(), %(type)s, %(queue)s, 'scheduled', a.id, 'completed', '{}', "
                 """'{"campaigns": 12, "stats": 340}', '{"phase": "completed"}', """
-                "now() - interval '2 hours' - g * interval '1 second', now() - interval '2 hours', "
-                "now() - interval '2 hours' + g * interval '1 millisecond' "
+                "now() - interval '3 hours' + g * interval '1 second', "
+                "now() - interval '3 hours' + g * interval '1 second', "
+                "now() - interval '3 hours' + g * interval '1 second' + interval '400 milliseconds' "
                 "FROM accounts a, generate_series(1, %(per)s) g",
                 {"type": jt.RNP_ADS.name, "queue": jt.RNP_ADS.queue, "per": JOBS // ACCOUNTS},
             )

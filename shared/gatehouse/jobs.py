@@ -305,16 +305,20 @@ RETURNING id, queue, type, message_number, resume_at"""
 # Retention (gatehouse.retention). A finished row of one type and state older than its retention,
 # unless it is the latest finished row of its (account, type) pair: the status poll of that run
 # and the console's "last run" keep answering. The oldest first, from where the last batch stopped
-# (after_at, after_id), so a run walks past the kept rows once: index jobs_finished_by_type, and
-# jobs_finished_by_pair for the later row. Literally the partial indexes' predicate.
+# (after_at, after_id), so a run walks past the kept rows once (index jobs_finished_by_type,
+# literally its predicate). The later row of the pair is looked for among the rows created after
+# this one (jobs_by_account: a few rows on), not by an index of its own, which every job's finish
+# would pay for. With one live job per pair, a pair's runs finish in the order they were created;
+# where one did not (an operator's retry, jobs without an account), the row is kept until a run
+# created after it finishes: never the latest is pruned.
 _FINISHED = "state IN ('completed', 'failed')"
+_LATER = f"""SELECT 1 FROM jobs AS n WHERE n.account_id {{account}} AND n.created_at > j.created_at
+             AND n.type = j.type AND n.{_FINISHED} AND n.finished_at > j.finished_at"""
 _PRUNABLE = f"""
 j.type = %(type)s AND j.state = %(state)s AND j.{_FINISHED}
 AND j.finished_at < now() - %(age_ms)s * interval '1 millisecond'
-AND (EXISTS (SELECT 1 FROM jobs AS n WHERE n.account_id = j.account_id AND n.type = j.type
-             AND n.{_FINISHED} AND n.finished_at > j.finished_at)
-  OR j.account_id IS NULL AND EXISTS (SELECT 1 FROM jobs AS n WHERE n.account_id IS NULL
-             AND n.type = j.type AND n.{_FINISHED} AND n.finished_at > j.finished_at))"""
+AND (EXISTS ({_LATER.format(account="= j.account_id")})
+  OR j.account_id IS NULL AND EXISTS ({_LATER.format(account="IS NULL")}))"""
 # Locked SKIP LOCKED, so two prune runs never wait on each other and each row goes once; the
 # lock re-checks the row, so one an operator just retried (failed → waiting) is left alone.
 SQL_PRUNE = f"""

@@ -94,21 +94,13 @@ class Job(SQLModel, table=True):
         Index("jobs_newest", text("created_at DESC"), text("id DESC")),
         # Failed in the last 24 h (the console's overview): finished_at of failed rows only.
         Index("jobs_failed_by_finished", "finished_at", postgresql_where=text("state = 'failed'")),
-        # Retention (gatehouse.retention): the oldest finished rows of a type, and whether a
-        # finished row has a later one of its (account, type) pair (the latest is kept).
+        # Retention (gatehouse.retention): the oldest finished rows of a type.
         Index(
             "jobs_finished_by_type",
             "type",
             "state",
             "finished_at",
             "id",
-            postgresql_where=text(f"state IN {TERMINAL_STATES}"),
-        ),
-        Index(
-            "jobs_finished_by_pair",
-            "account_id",
-            "type",
-            "finished_at",
             postgresql_where=text(f"state IN {TERMINAL_STATES}"),
         ),
     )

@@ -57,9 +57,10 @@ def test_two_prune_processes_at_once_delete_each_row_once(process_env, gh, sql):
     # 10,000 audit rows of last year
     sql("INSERT INTO accounts (id, name) SELECT gen_random_uuid(), 'a' || g FROM generate_series(1, 50) g")
     sql(
-        "INSERT INTO jobs (id, type, queue, tier, account_id, state, finished_at) "
+        "INSERT INTO jobs (id, type, queue, tier, account_id, state, created_at, finished_at) "
         "SELECT gen_random_uuid(), :type, :queue, 'scheduled', a.id, 'completed', "
-        "now() - interval '2 hours' - g * interval '1 second' FROM accounts a, generate_series(1, 400) g",
+        "now() - interval '3 hours' + g * interval '1 second', "
+        "now() - interval '3 hours' + g * interval '1 second' + interval '400 milliseconds' FROM accounts a, generate_series(1, 400) g",
         type=jt.RNP_ADS.name, queue=jt.RNP_ADS.queue,
     )  # fmt: skip
     sql(

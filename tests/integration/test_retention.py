@@ -93,9 +93,10 @@ def test_two_runs_at_once_delete_each_row_once(built, sql):
     # 3,000 old completed ads runs of 30 accounts (one kept per account), and 2,000 old audit rows
     sql("INSERT INTO accounts (id, name) SELECT gen_random_uuid(), 'a' || g FROM generate_series(1, 30) g")
     sql(
-        "INSERT INTO jobs (id, type, queue, tier, account_id, state, finished_at) "
+        "INSERT INTO jobs (id, type, queue, tier, account_id, state, created_at, finished_at) "
         "SELECT gen_random_uuid(), :type, :queue, 'scheduled', a.id, 'completed', "
-        "now() - interval '2 hours' - g * interval '1 second' FROM accounts a, generate_series(1, 100) g",
+        "now() - interval '3 hours' + g * interval '1 second', "
+        "now() - interval '3 hours' + g * interval '1 second' + interval '400 milliseconds' FROM accounts a, generate_series(1, 100) g",
         type=jt.RNP_ADS.name, queue=jt.RNP_ADS.queue,
     )  # fmt: skip
     sql(

@@ -8,9 +8,9 @@ The hourly ``maintenance:prune`` job (gatehouse.retention) deletes, in batches, 
 rows older than their retention; each of its statements reads one of these in order:
 
 - ``jobs_finished_by_type`` (type, state, finished_at, id) of finished rows: the oldest
-  completed (or failed) rows of one type, from where the previous batch stopped;
-- ``jobs_finished_by_pair`` (account_id, type, finished_at) of finished rows: "is there a
-  later finished job of this account and type?", so the latest one is never pruned;
+  completed (or failed) rows of one type, from where the previous batch stopped ("is there a
+  later finished job of this account and type?", so that the latest is kept, reads the
+  existing ``jobs_by_account``: one index more on jobs costs every job's finish);
 - ``webhook_deliveries_finished`` (status, updated_at) of delivered and dead deliveries;
 - ``notifications_by_created`` and ``audit_log_by_created`` (created_at).
 
@@ -31,7 +31,6 @@ depends_on = None
 FINISHED_JOB = sa.text("state IN ('completed', 'failed')")
 INDEXES = (
     ("jobs_finished_by_type", "jobs", ["type", "state", "finished_at", "id"], FINISHED_JOB),
-    ("jobs_finished_by_pair", "jobs", ["account_id", "type", "finished_at"], FINISHED_JOB),
     (
         "webhook_deliveries_finished",
         "webhook_deliveries",
