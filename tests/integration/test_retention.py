@@ -156,3 +156,35 @@ def test_the_prune_schedule_is_one_hourly_system_job_one_live_at_a_time(gh):
     first, created = gh.job_handlers.submit(jt.MAINTENANCE_PRUNE, account_id=None)
     again, created_again = gh.job_handlers.submit(jt.MAINTENANCE_PRUNE, account_id=None)
     assert (created, created_again, again.id) == (True, False, first.id)
+
+
+def run_to_the_end(gh, job_type, account_id, state: str):
+    """A job through the product's own path: submitted, claimed and started, finished ``state``."""
+    job, created = gh.job_handlers.submit(job_type, account_id=account_id)
+    assert created
+    claim = gh.jobs.claim(job.id, job.message_number, 60_000, worker="test", start=True)
+    with gh.uow.begin() as tx:
+        assert gh.jobs.finish(tx, claim, state=state, progress={"phase": state})
+    return job.id
+
+
+def test_runs_written_by_the_product_and_aged_are_pruned_but_the_latest_and_its_status_stay(gh, sql):
+    # Given an account's three user imports, run one after another, and a notification
+    account = gh.account_handlers.create_account("seller", "token").id
+    first, second, last = (run_to_the_end(gh, jt.IMPORT_USER_FEEDS, account, "completed") for _ in range(3))
+    user = gh.account_handlers.create_user(f"{uuid.uuid4().hex}@example.test", "Staff").id
+    with gh.uow.begin() as tx:
+        gh.notifications.notify(tx, user_id=user, kind="k", title="t", body="b")
+    # When they are aged past their retention (JOB_RETENTION_COMPLETED 7 d, NOTIFICATION_RETENTION 90 d)
+    sql(
+        "UPDATE jobs SET created_at = created_at - interval '8 days', finished_at = finished_at - interval '8 days' "
+        "WHERE type = :type",
+        type=jt.IMPORT_USER_FEEDS.name,
+    )
+    sql("UPDATE notifications SET created_at = now() - interval '91 days'")
+    run = gh.retention_handlers.prune()
+
+    # Then the older runs and the notification are gone; the latest run still answers its status poll
+    assert (run.deleted["jobs"], run.deleted["notifications"]) == (2, 1)
+    assert gh.jobs.get(first) is None and gh.jobs.get(second) is None
+    assert gh.jobs.get(last).state == "completed"
