@@ -31,11 +31,3 @@ def parse_ms(value: object, *, bare_ms: bool = True) -> int:
     if unit is None and not bare_ms and number != 0:
         raise ValueError(f"needs a unit: s, m, h or d, e.g. {number}d (got {value!r})")
     return number * UNIT_MS[unit or "ms"]
-
-
-def format_ms(ms: int) -> str:
-    """The shortest exact ``<n><unit>`` for ``ms`` (``604800000`` → ``7d``)."""
-    for unit in ("d", "h", "m", "s"):
-        if ms and ms % UNIT_MS[unit] == 0:
-            return f"{ms // UNIT_MS[unit]}{unit}"
-    return f"{ms}ms"
