@@ -11,11 +11,13 @@ from sqlalchemy import text
 
 from gatehouse import job_types as jt
 from gatehouse.retention import TABLES
+from tests.conftest import ADMIN_TOKEN
 from tests.support.processes import BIN, REPO, free_port, wait_until
 from tests.support.retention import assert_pruned_exactly, remaining, seed_every_table
 
 CLI = str(BIN / "gatehouse-prune")
 WORKER_ENV = {"WORKER_DEAD_AFTER_MS": "2000", "WORKER_HEARTBEAT_MS": "500"}
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
 def prune(process_env, *args: str, **env: str) -> subprocess.CompletedProcess:
@@ -147,6 +149,36 @@ def test_the_prune_job_runs_on_a_worker_and_a_run_killed_mid_way_is_continued(pr
     assert metric(f"http://127.0.0.1:{port2}/metrics", "audit_log") == expected["audit_log"]
     left = remaining(sql)
     left["jobs"].discard(job.id)
+    assert left == {t: seeded.kept.get(t, set()) for t in TABLES}
+
+
+def test_the_prune_tick_fired_through_the_api_prunes_on_a_worker(processes, gh, sql):
+    # Given rows past their retention in every table, a worker and an API
+    seeded = seed_every_table(sql, live=False)
+    processes.start("worker", "gatehouse-worker", "--processes", "1", "--threads", "2", env=WORKER_ENV)
+    _, url = processes.api(env={"BACKEND_ROLE": "api"})
+    listed = httpx.get(f"{url}/v1/admin/schedules", headers=ADMIN).json()["items"]
+    assert {
+        "name": "prune",
+        "jobType": "maintenance:prune",
+        "cron": "40 * * * *",
+        "perAccount": False,
+    }.items() <= next(i for i in listed if i["name"] == "prune").items()
+
+    # When an admin runs the prune schedule now (its tick, as the scheduler sends it hourly)
+    assert httpx.post(f"{url}/v1/admin/schedules/prune/run", headers=ADMIN).status_code == 202
+
+    # Then the tick's maintenance:prune job runs on the worker and its result says what it deleted
+    row = wait_until(
+        lambda: (r := sql("SELECT id, state, result FROM jobs WHERE type = 'maintenance:prune'")) and r[0].state
+        in ("completed", "failed") and r[0],
+        timeout=60, what="the tick's prune job to end",
+    )  # fmt: skip
+    assert row.state == "completed"
+    # (a batch for each kind of job, of delivery, and for notifications and audit rows: all are small)
+    assert row.result == {"deleted": seeded.expected(), "batches": 9}
+    left = remaining(sql)
+    left["jobs"].discard(row.id)
     assert left == {t: seeded.kept.get(t, set()) for t in TABLES}
 
 
