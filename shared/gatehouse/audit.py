@@ -3,6 +3,7 @@
 Every domain store that changes a row on an actor's behalf calls ``record``
 on the connection of that change, so a change and its audit row commit (or
 roll back) together. ``before``/``after`` hold only the fields that changed.
+Rows older than AUDIT_RETENTION are deleted by ``prune`` (gatehouse.retention), and only there.
 """
 
 from __future__ import annotations
@@ -21,7 +22,11 @@ ADMIN_ACTOR = "admin"
 
 class AuditEntry(SQLModel, table=True):
     __tablename__ = "audit_log"
-    __table_args__ = (Index("audit_log_by_entity", "entity", "entity_id", "id"),)
+    __table_args__ = (
+        Index("audit_log_by_entity", "entity", "entity_id", "id"),
+        # Retention: the oldest first (gatehouse.retention).
+        Index("audit_log_by_created", "created_at"),
+    )
 
     id: int | None = Field(default=None, sa_column=Column(BigInteger, primary_key=True, autoincrement=True))
     # A staff user's id, or "admin" for the bootstrap token.
@@ -65,3 +70,22 @@ def record(
             "after": None if after is None else json.dumps(after),
         },
     )
+
+
+# Oldest first (index audit_log_by_created); ``= ANY(ARRAY(…))`` makes the delete a primary-key
+# lookup per row, where ``IN (…)`` was planned as a hash join over a scan of the whole table.
+_PRUNABLE = "created_at < now() - :age_ms * interval '1 millisecond'"
+PRUNE = text(f"""
+DELETE FROM audit_log WHERE id = ANY(ARRAY(
+  SELECT id FROM audit_log WHERE {_PRUNABLE} ORDER BY created_at LIMIT :limit FOR UPDATE SKIP LOCKED))""")
+PRUNABLE = text(f"SELECT count(*) FROM audit_log WHERE {_PRUNABLE}")
+
+
+def prune(conn: Connection, *, age_ms: int, limit: int) -> int:
+    """Delete up to ``limit`` audit rows older than ``age_ms`` on ``conn``; returns how many."""
+    return conn.execute(PRUNE, {"age_ms": age_ms, "limit": limit}).rowcount
+
+
+def prunable(conn: Connection, *, age_ms: int) -> int:
+    """How many audit rows ``prune`` would delete now, in all its batches."""
+    return conn.execute(PRUNABLE, {"age_ms": age_ms}).scalar_one()

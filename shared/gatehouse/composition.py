@@ -38,6 +38,7 @@ from gatehouse.jobs import JobStore
 from gatehouse.modules import ModuleStates
 from gatehouse.notifications import NotificationStore
 from gatehouse.notifications.handlers import NotificationHandlers
+from gatehouse.retention import RetentionHandlers, RetentionPolicy
 from gatehouse.schedules import ScheduleRuns
 from gatehouse.search import SearchStore
 from gatehouse.settings import Settings
@@ -106,6 +107,7 @@ class Components:
     catalog_handlers: CatalogHandlers
     webhook_handlers: WebhookHandlers
     sweep_handlers: SweepHandlers
+    retention_handlers: RetentionHandlers
 
     def close(self) -> None:
         self.broker.close()
@@ -235,6 +237,14 @@ def bootstrap(
             modules,
             batch_size=settings.sweep_batch_size,
             abandon_after_ms=settings.cart_abandon_after_ms,
+        ),
+        retention_handlers=RetentionHandlers(
+            uow,
+            jobs,
+            webhooks,
+            notifications,
+            RetentionPolicy.from_settings(settings),
+            batch_size=settings.prune_batch_size,
         ),
     )
     for middleware in consumer_middleware(components) if consumer_middleware else ():

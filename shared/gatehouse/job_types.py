@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gatehouse.durations import parse_ms
 from gatehouse.events import Event
 from gatehouse.gate.vocabulary import USER_GATE, GateSpec, Tier
 
@@ -62,6 +63,31 @@ ONCE = RetryPolicy()
 
 
 @dataclass(frozen=True)
+class Retention:
+    """How long a type's finished jobs are kept, where it differs from JOB_RETENTION_COMPLETED /
+    JOB_RETENTION_FAILED: a duration (``1h``, ``90d``; ``0`` for ever), None for the setting's.
+
+    Whatever it says, a job's latest finished run of its (account, type) is kept (gatehouse.retention).
+    """
+
+    completed: str | None = None
+    failed: str | None = None
+
+    def __post_init__(self) -> None:
+        for duration in (self.completed, self.failed):
+            if duration is not None:
+                parse_ms(duration, bare_ms=False)
+
+    def age_ms(self, state: str, default_ms: int) -> int:
+        """The retention of its jobs that ended ``state`` (completed or failed); 0: kept for ever."""
+        duration = self.completed if state == "completed" else self.failed
+        return default_ms if duration is None else parse_ms(duration, bare_ms=False)
+
+
+SETTINGS_RETENTION = Retention()
+
+
+@dataclass(frozen=True)
 class JobType:
     name: str
     queue: str
@@ -74,6 +100,8 @@ class JobType:
     # The longest one run may take, from its body's start (gate waits excluded), before it is
     # stopped as a failed attempt (error.code time-limit); scaled by RUN_TIME_LIMIT_SCALE (RunTimeLimits).
     run_time_limit_ms: int = 300_000
+    # How long its finished jobs are kept (gatehouse.retention); the default: the settings'.
+    retention: Retention = SETTINGS_RETENTION
 
     def __post_init__(self) -> None:
         if self.gate is not None and self.gate.tier != self.tier:
@@ -141,6 +169,8 @@ WB_USER_RETRY = RetryPolicy.exponential(attempts=5, base_ms=MINUTE)
 
 # A WB sync (user or scheduled) runs for at most half an hour; the next run resumes from its checkpoint.
 WB_SYNC_LIMIT_MS = 30 * MINUTE
+# A failed user import is what support is asked about: kept a quarter (its completed runs: 7 d).
+USER_RETENTION = Retention(failed="90d")
 
 
 def _user(name: str) -> JobType:
@@ -152,6 +182,7 @@ def _user(name: str) -> JobType:
             gate=USER_GATE,
             emits="wb.job",
             run_time_limit_ms=WB_SYNC_LIMIT_MS,
+            retention=USER_RETENTION,
         )
     )
 
@@ -167,6 +198,14 @@ IMPORT_KINDS = {"feeds": IMPORT_USER_FEEDS, "report": IMPORT_USER_REPORT}
 SCHEDULED_QUEUE = "wb-scheduled"
 
 
+# They are 386 rows per account per day (48 incremental + 1 backfill + 288 ads + 1 finance + 24
+# inventory + 24 catalog): kept 7 d that is 2,702 rows per account, 270 M rows at 100,000 accounts.
+# A run that went fine is worth its row for an hour (the console's recent runs, a status poll);
+# pruned hourly, that leaves about 2 h of runs, ~35 rows per account, plus the latest run of each
+# type, which is always kept. A failed run is kept a week: a broken account fails ~386 a day.
+SCHEDULED_RETENTION = Retention(completed="1h", failed="7d")
+
+
 def _scheduled(name: str, max_wait_ms: int | None) -> JobType:
     gate = GateSpec("scheduled", max_wait_ms) if max_wait_ms is not None else None
     return register(
@@ -177,6 +216,7 @@ def _scheduled(name: str, max_wait_ms: int | None) -> JobType:
             gate=gate,
             emits="wb.job",
             run_time_limit_ms=WB_SYNC_LIMIT_MS,
+            retention=SCHEDULED_RETENTION,
         )
     )
 
@@ -252,3 +292,10 @@ def _sweep(name: str, queue: str) -> JobType:
 CART_ABANDONMENT_SWEEP = _sweep("carts.abandonment-sweep", "carts.sweep")
 PRICE_LIST_STATUS_SWEEP = _sweep("price_lists.status-sweep", "price_lists.sweep")
 RFQ_EXPIRY_SWEEP = _sweep("rfq.expiry-sweep", "rfq.sweep")
+
+# Retention (gatehouse.retention): the hourly system job that deletes what outlived its retention,
+# in batches, each its own transaction; a requeued or retried run carries on where the last stopped.
+MAINTENANCE_QUEUE = "maintenance"  # also reconciliation's tick (gatehouse_worker.schedules)
+MAINTENANCE_PRUNE = register(
+    JobType("maintenance:prune", queue=MAINTENANCE_QUEUE, tier="scheduled", retry=SWEEP_RETRY)
+)

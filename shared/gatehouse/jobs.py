@@ -302,6 +302,57 @@ ORDER BY j.n
 RETURNING id, queue, type, message_number, resume_at"""
 
 
+# Retention (gatehouse.retention). A finished row of one type and state older than its retention,
+# unless it is the latest finished row of its (account, type) pair: the status poll of that run
+# and the console's "last run" keep answering. The oldest first, from where the last batch stopped
+# (after_at, after_id), so a run walks past the kept rows once (index jobs_finished_by_type,
+# literally its predicate). The later row of the pair is looked for among the rows created after
+# this one (jobs_by_account: a few rows on), not by an index of its own, which every job's finish
+# would pay for. With one live job per pair, a pair's runs finish in the order they were created;
+# where one did not (an operator's retry, jobs without an account), the row is kept until a run
+# created after it finishes: never the latest is pruned.
+_FINISHED = "state IN ('completed', 'failed')"
+_LATER = f"""SELECT 1 FROM jobs AS n WHERE n.account_id {{account}} AND n.created_at > j.created_at
+             AND n.type = j.type AND n.{_FINISHED} AND n.finished_at > j.finished_at"""
+_PRUNABLE = f"""
+j.type = %(type)s AND j.state = %(state)s AND j.{_FINISHED}
+AND j.finished_at < now() - %(age_ms)s * interval '1 millisecond'
+AND (EXISTS ({_LATER.format(account="= j.account_id")})
+  OR j.account_id IS NULL AND EXISTS ({_LATER.format(account="IS NULL")}))"""
+# Locked SKIP LOCKED, so two prune runs never wait on each other and each row goes once; the
+# lock re-checks the row, so one an operator just retried (failed → waiting) is left alone.
+SQL_PRUNE = f"""
+WITH doomed AS (
+  SELECT j.id, j.finished_at FROM jobs AS j
+  WHERE {_PRUNABLE}
+    AND (j.finished_at, j.id) > (%(after_at)s, %(after_id)s)
+  ORDER BY j.finished_at, j.id LIMIT %(limit)s
+  FOR UPDATE SKIP LOCKED
+), gone AS (DELETE FROM jobs WHERE id = ANY(ARRAY(SELECT id FROM doomed)) RETURNING id)
+SELECT (SELECT count(*) FROM gone) AS deleted, finished_at AS after_at, id AS after_id
+FROM doomed ORDER BY finished_at DESC, id DESC LIMIT 1"""
+SQL_PRUNABLE = f"SELECT count(*) AS deleted FROM jobs AS j WHERE {_PRUNABLE}"
+# The types that have finished rows: a skip scan of jobs_finished_by_type, one probe per type
+# (also types no longer declared, whose rows the settings' retention then applies to).
+SQL_FINISHED_TYPES = f"""
+WITH RECURSIVE t AS (
+  (SELECT type FROM jobs WHERE {_FINISHED} ORDER BY type LIMIT 1)
+  UNION ALL
+  SELECT (SELECT type FROM jobs WHERE {_FINISHED} AND type > t.type ORDER BY type LIMIT 1)
+  FROM t WHERE t.type IS NOT NULL
+)
+SELECT type FROM t WHERE type IS NOT NULL"""
+_BEFORE_ALL = (datetime(1, 1, 1, tzinfo=UTC), uuid.UUID(int=0))
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """What one prune batch deleted, and where the next one starts (None: nothing was left)."""
+
+    deleted: int
+    after: tuple[datetime, uuid.UUID] | None
+
+
 class JobStore:
     """The job rows: one statement each, in the caller's unit of work (gatehouse.uow)."""
 
@@ -625,6 +676,37 @@ class JobStore:
             for r in self._sql.all(SQL_SETTLED, {"grace_ms": grace_ms}, _Moved)
         ]
 
+    # -- retention -------------------------------------------------------------------
+
+    def finished_types(self) -> list[str]:
+        """The job types that have finished rows."""
+        return [r.type for r in self._sql.all(SQL_FINISHED_TYPES, {}, _Type)]
+
+    def prune(
+        self,
+        tx: Tx,
+        job_type: str,
+        state: str,
+        *,
+        age_ms: int,
+        limit: int,
+        after: tuple[datetime, uuid.UUID] | None = None,
+    ) -> Pruned:
+        """Delete up to ``limit`` rows of ``job_type`` that ended ``state`` more than ``age_ms`` ago,
+        oldest first after ``after``, never a pair's latest finished row; one statement (an
+        autocommit ``tx``: its own short transaction)."""
+        after_at, after_id = after or _BEFORE_ALL
+        params = dict(
+            type=job_type, state=state, age_ms=age_ms, limit=limit, after_at=after_at, after_id=after_id
+        )
+        row = tx.one(SQL_PRUNE, params, _Pruned)
+        return Pruned(row.deleted, (row.after_at, row.after_id)) if row else Pruned(0, None)
+
+    def prunable(self, job_type: str, state: str, *, age_ms: int) -> int:
+        """How many rows ``prune`` would delete now, in all its batches (a dry run)."""
+        row = self._sql.one(SQL_PRUNABLE, dict(type=job_type, state=state, age_ms=age_ms), _Pruned)
+        return row.deleted
+
 
 @dataclass(frozen=True)
 class _Id:
@@ -640,3 +722,15 @@ class _Held:
 @dataclass(frozen=True)
 class _Worker:
     worker: str
+
+
+@dataclass(frozen=True)
+class _Type:
+    type: str
+
+
+@dataclass(frozen=True)
+class _Pruned:
+    deleted: int
+    after_at: datetime | None = None
+    after_id: uuid.UUID | None = None

@@ -27,6 +27,11 @@ JOBS_FINISHED = Counter(
     "Job runs by how they ended (completed, skipped, failed, retrying).",
     ["type", "outcome"],
 )
+PRUNED = Counter(
+    "gatehouse_pruned_rows_total",
+    "Rows deleted by retention (gatehouse.retention), by table, counted as each batch commits.",
+    ["table"],
+)
 RECONCILED = Counter("gatehouse_reconciled_total", "Job messages re-sent by reconciliation.")
 RECOVERED = Counter(
     "gatehouse_recovered_total",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from pathlib import Path
 
 from alembic import command
@@ -20,6 +21,7 @@ from gatehouse.settings import load_settings
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 _LOCK_KEY = 0x6761746568  # "gateh"
+LOCK_POLL_S = 0.5
 
 
 def alembic_config(engine: Engine) -> Config:
@@ -30,8 +32,12 @@ def alembic_config(engine: Engine) -> Config:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    with engine.connect() as conn:
-        conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _LOCK_KEY})
+    # The lock is the session's, taken outside a transaction and asked for again every
+    # LOCK_POLL_S rather than waited on: a waiting statement (or an open transaction) holds
+    # a snapshot, which the other run's CREATE INDEX CONCURRENTLY would wait for, for ever.
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        while not conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": _LOCK_KEY}).scalar():
+            time.sleep(LOCK_POLL_S)
         try:
             command.upgrade(alembic_config(engine), revision)
         finally:

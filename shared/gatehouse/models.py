@@ -94,6 +94,15 @@ class Job(SQLModel, table=True):
         Index("jobs_newest", text("created_at DESC"), text("id DESC")),
         # Failed in the last 24 h (the console's overview): finished_at of failed rows only.
         Index("jobs_failed_by_finished", "finished_at", postgresql_where=text("state = 'failed'")),
+        # Retention (gatehouse.retention): the oldest finished rows of a type.
+        Index(
+            "jobs_finished_by_type",
+            "type",
+            "state",
+            "finished_at",
+            "id",
+            postgresql_where=text(f"state IN {TERMINAL_STATES}"),
+        ),
     )
 
     id: uuid.UUID = Field(default_factory=uuid.uuid4, primary_key=True)

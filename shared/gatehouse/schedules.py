@@ -74,6 +74,8 @@ DEFAULTS = (
     Schedule("cart-abandonment", jt.CART_ABANDONMENT_SWEEP, "0 * * * *", per_account=False),
     Schedule("price-list-status", jt.PRICE_LIST_STATUS_SWEEP, "*/5 * * * *", per_account=False),
     Schedule("rfq-expiry", jt.RFQ_EXPIRY_SWEEP, "*/5 * * * *", per_account=False),
+    # Retention (gatehouse.retention): one maintenance:prune job an hour, off the hour's ticks.
+    Schedule("prune", jt.MAINTENANCE_PRUNE, "40 * * * *", per_account=False),
 )
 
 

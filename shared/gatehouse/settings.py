@@ -2,7 +2,9 @@
 
 Every field maps to an upper-case environment variable of the same name
 (``database_url`` ← ``DATABASE_URL``). Durations are milliseconds so tests can
-run the production rules at millisecond scale.
+run the production rules at millisecond scale; every duration setting (each
+``*_MS``, and the retention settings) may also be written ``<n>s|m|h|d``
+(``90s``, ``7d``), read by the one parser, gatehouse.durations.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ import os
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from gatehouse.durations import parse_ms
 from gatehouse.errors import ConfigurationError
 
 ROLES = ("all", "api", "worker")
@@ -154,6 +157,29 @@ class Settings(BaseSettings):
     cart_abandon_after_ms: int = 86_400_000
     # Rows per batch of every sweep; each batch (its flips, audit rows and events) is one transaction.
     sweep_batch_size: int = 500
+
+    @model_validator(mode="before")
+    @classmethod
+    def _durations(cls, data: object) -> object:
+        """Every duration field (``*_ms``, ``RETENTION_FIELDS``) takes ``90s``/``7d`` or bare milliseconds;
+        a list of them (WEBHOOK_RETRY_SCHEDULE_MS) takes them comma-separated."""
+        if not isinstance(data, dict):
+            return data
+        parsed = dict(data)
+        for key, value in data.items():
+            name = key.lower() if isinstance(key, str) else key
+            if name not in cls.model_fields or not (name.endswith("_ms") or name in RETENTION_FIELDS):
+                continue
+            bare_ms = name.endswith("_ms")
+            try:
+                if cls.model_fields[name].annotation == list[int]:
+                    items = value.split(",") if isinstance(value, str) else value
+                    parsed[key] = [parse_ms(item, bare_ms=bare_ms) for item in items if str(item).strip()]
+                elif value is not None:
+                    parsed[key] = parse_ms(value, bare_ms=bare_ms)
+            except ValueError as exc:
+                raise ValueError(f"{name.upper()}: {exc}") from None
+        return parsed
 
     @field_validator("backend_role", mode="before")
     @classmethod
@@ -326,6 +352,32 @@ class Settings(BaseSettings):
     # Each job type's run time limit (gatehouse.job_types) is multiplied by this; tests shrink it.
     run_time_limit_scale: float = Field(default=1.0, gt=0)
 
+    # Retention (gatehouse.retention, docs/operations/retention.md): the hourly maintenance:prune
+    # job (and gatehouse-prune) deletes finished jobs, webhook deliveries with their attempts,
+    # notifications and audit rows older than these, in batches of PRUNE_BATCH_SIZE rows, each
+    # its own transaction. Written 7d, 12h, …; 0 keeps that kind for ever. A job type may
+    # override the job ones (JobType.retention); a job's latest finished run is always kept.
+    job_retention_completed: int = 7 * 86_400_000
+    job_retention_failed: int = 30 * 86_400_000
+    webhook_retention_delivered: int = 7 * 86_400_000
+    webhook_retention_dead: int = 30 * 86_400_000
+    notification_retention: int = 90 * 86_400_000
+    audit_retention: int = 365 * 86_400_000
+    prune_batch_size: int = Field(default=5_000, ge=1)
+
+
+# Retention settings: durations without the _ms suffix (their name is the contract); a bare
+# number must be 0 (keep forever), anything else needs its unit.
+RETENTION_FIELDS = frozenset(
+    {
+        "job_retention_completed",
+        "job_retention_failed",
+        "webhook_retention_delivered",
+        "webhook_retention_dead",
+        "notification_retention",
+        "audit_retention",
+    }
+)
 
 # Settings that were replaced: set, they would be ignored without a word (an API that
 # used to listen on 0.0.0.0 would listen on loopback only), so they stop the process.
@@ -349,6 +401,7 @@ def load_settings(**overrides: object) -> Settings:
     except ValidationError as exc:
         lines = []
         for err in exc.errors():
-            name = str(err["loc"][0]).upper() if err["loc"] else "settings"
-            lines.append(f"{name}: {err['msg'].removeprefix('Value error, ')}")
+            message = err["msg"].removeprefix("Value error, ")
+            # A field's error names its variable; the duration check (a model validator) names its own.
+            lines.append(f"{str(err['loc'][0]).upper()}: {message}" if err["loc"] else message)
         raise ConfigurationError("; ".join(lines)) from None

@@ -107,6 +107,7 @@ def test_admin_lists_schedules_and_fires_a_tick_through_the_same_fan_out(process
         "cart-abandonment",
         "price-list-status",
         "rfq-expiry",
+        "prune",
     }
     assert by_name["rnp-ads"] == {
         **by_name["rnp-ads"],

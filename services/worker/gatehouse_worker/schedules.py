@@ -19,11 +19,11 @@ from periodiq import cron
 
 from gatehouse import metrics
 from gatehouse.accounts import Accounts
+from gatehouse.job_types import MAINTENANCE_QUEUE
 from gatehouse.modules import ModuleStates
 from gatehouse.schedules import FANOUT_QUEUE, Schedule, ScheduleRuns
 
 log = logging.getLogger(__name__)
-MAINTENANCE_QUEUE = "maintenance"
 
 
 def fan_out(

@@ -36,7 +36,7 @@ from gatehouse_worker.middleware import BootReconciliation, CloseStores, IdlePol
 from gatehouse_worker.modules import ModulePauses
 from gatehouse_worker.pipeline import GateTimings, JobRuntime, declare
 from gatehouse_worker.runtime import WbAccess
-from gatehouse_worker.schedules import MAINTENANCE_QUEUE, declare_schedules, fan_out
+from gatehouse_worker.schedules import declare_schedules, fan_out
 
 # A tick older than this is dropped: the next one comes soon enough.
 TICK_SKIP_DELAY_S = 30
@@ -45,7 +45,7 @@ TICK_SKIP_DELAY_S = 30
 QUIET_QUEUES = frozenset(
     {
         FANOUT_QUEUE,
-        MAINTENANCE_QUEUE,
+        jt.MAINTENANCE_QUEUE,
         jt.NOTIFICATION_EMAIL.queue,
         *(sweep.job_type.queue for sweep in SWEEPS.values()),
     }
@@ -125,6 +125,7 @@ def body_collaborators(c: Components) -> dict[str, Any]:
         "catalog": c.catalog_handlers,
         "webhooks": c.webhook_handlers,
         "sweeps": c.sweep_handlers,
+        "retention": c.retention_handlers,
         "notifications": c.notifications,
         "smtp": SmtpConfig(s.smtp_url, s.mail_from, s.smtp_timeout_ms),
         "public_url": s.public_url,  # notification e-mails link to PUBLIC_URL + a console path

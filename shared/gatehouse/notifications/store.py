@@ -56,6 +56,16 @@ def _check(kind: str, title: str, body: str, link: str | None) -> None:
         raise ValidationFailed(f"link must be at most {LINK_MAX} characters without NUL", field="link")
 
 
+# Retention (gatehouse.retention): notifications older than NOTIFICATION_RETENTION, read or not,
+# oldest first (index notifications_by_created), each deleted by its primary key (``= ANY(ARRAY(…))``;
+# ``IN (…)`` may be planned as a scan of the whole table).
+_PRUNABLE = "created_at < now() - :age_ms * interval '1 millisecond'"
+PRUNE = text(f"""
+DELETE FROM notifications WHERE id = ANY(ARRAY(
+  SELECT id FROM notifications WHERE {_PRUNABLE} ORDER BY created_at LIMIT :limit FOR UPDATE SKIP LOCKED))""")
+PRUNABLE = text(f"SELECT count(*) FROM notifications WHERE {_PRUNABLE}")
+
+
 class NotificationStore:
     def __init__(self, engine: Engine, jobs: JobStore) -> None:
         self.engine = engine
@@ -120,3 +130,12 @@ class NotificationStore:
         if row is None:
             return None
         return EmailOf(NotificationRecord(*row[:-2]), row[-2], row[-1])
+
+    def prune(self, tx: Tx, *, age_ms: int, limit: int) -> int:
+        """Delete up to ``limit`` notifications older than ``age_ms``; returns how many."""
+        return tx.conn.execute(PRUNE, {"age_ms": age_ms, "limit": limit}).rowcount
+
+    def prunable(self, *, age_ms: int) -> int:
+        """How many ``prune`` would delete now, in all its batches."""
+        with self.engine.connect() as conn:
+            return conn.execute(PRUNABLE, {"age_ms": age_ms}).scalar_one()

@@ -17,6 +17,8 @@ class Notification(SQLModel, table=True):
     __table_args__ = (
         # A user's notifications, newest first.
         Index("notifications_by_user", "user_id", "created_at", "id"),
+        # Retention: the oldest first (gatehouse.retention).
+        Index("notifications_by_created", "created_at"),
     )
 
     id: uuid.UUID = Field(default_factory=uuid.uuid4, primary_key=True)

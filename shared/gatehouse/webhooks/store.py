@@ -195,6 +195,25 @@ BEGIN_RUN = text(
 )
 
 
+# Retention (gatehouse.retention): delivered or dead deliveries last changed longer ago than their
+# retention (index webhook_deliveries_finished), with their attempts, in one statement; each by its
+# key (``= ANY(ARRAY(…))``: ``IN (…)`` may be planned as a scan of the whole table). A replay moves
+# a delivery back to pending, so a replayed dead letter is never pruned mid-series.
+_PRUNABLE_DELIVERY = "status = :status AND updated_at < now() - :age_ms * interval '1 millisecond'"
+PRUNE_DELIVERIES = text(f"""
+WITH doomed AS (
+  SELECT id FROM webhook_deliveries WHERE {_PRUNABLE_DELIVERY}
+  ORDER BY updated_at LIMIT :limit FOR UPDATE SKIP LOCKED
+), attempts AS (
+  DELETE FROM webhook_attempts WHERE delivery_id = ANY(ARRAY(SELECT id FROM doomed)) RETURNING 1
+), deliveries AS (DELETE FROM webhook_deliveries WHERE id = ANY(ARRAY(SELECT id FROM doomed)) RETURNING 1)
+SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM attempts)""")
+PRUNABLE_DELIVERIES = text(f"""
+SELECT count(*), coalesce(sum(d.attempts), 0) FROM (
+  SELECT (SELECT count(*) FROM webhook_attempts WHERE delivery_id = w.id) AS attempts
+  FROM webhook_deliveries AS w WHERE {_PRUNABLE_DELIVERY}) AS d""")
+
+
 class WebhookStore:
     def __init__(
         self,
@@ -604,3 +623,20 @@ class WebhookStore:
             progress=P.stored(P.FAILED, reason="endpoint-gone"),
         )
         return len(stopped)
+
+    # -- retention -------------------------------------------------------------------
+
+    def prune_deliveries(self, tx: Tx, status: str, *, age_ms: int, limit: int) -> tuple[int, int]:
+        """Delete up to ``limit`` deliveries ``status`` (delivered, dead) unchanged for ``age_ms``, and
+        their attempts; returns (deliveries, attempts) deleted."""
+        params = {"status": status, "age_ms": age_ms, "limit": limit}
+        deliveries, attempts = tx.conn.execute(PRUNE_DELIVERIES, params).one()
+        return deliveries, attempts
+
+    def prunable_deliveries(self, status: str, *, age_ms: int) -> tuple[int, int]:
+        """(deliveries, attempts) that ``prune_deliveries`` would delete now, in all its batches."""
+        with self.engine.connect() as conn:
+            deliveries, attempts = conn.execute(
+                PRUNABLE_DELIVERIES, {"status": status, "age_ms": age_ms}
+            ).one()
+        return deliveries, int(attempts)

@@ -84,6 +84,13 @@ class WebhookDelivery(SQLModel, table=True):
             "created_at",
             postgresql_where=text("status = 'dead'"),
         ),
+        # Retention: delivered and dead deliveries by when they became so (gatehouse.retention).
+        Index(
+            "webhook_deliveries_finished",
+            "status",
+            "updated_at",
+            postgresql_where=text("status IN ('delivered', 'dead')"),
+        ),
     )
 
     id: uuid.UUID = Field(primary_key=True)
