@@ -26,6 +26,7 @@ from gatehouse.errors import JobPaused
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Claim, JobStore
 from gatehouse.progress import RATE_LIMITED, WAITING_ACCOUNT
+from gatehouse.uow import Tx
 from gatehouse.wb.client import WbClient
 from gatehouse.wb.limits import Limit
 
@@ -106,9 +107,13 @@ class JobContext:
         """Where an earlier run of this job stopped ({} on the first run)."""
         return dict(self.claim.job.checkpoint or {})
 
-    def save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        """Record progress after each page, so a pause, retry or crash resumes here."""
-        if not self.jobs.save_checkpoint(self.claim, checkpoint):
+    def save_checkpoint(self, checkpoint: dict[str, Any], *, tx: Tx | None = None) -> None:
+        """Record progress after each page, so a pause, retry or crash resumes here.
+
+        With ``tx``, in that unit of work (it commits with the step it records); a run that lost
+        its row raises, so that unit of work rolls back.
+        """
+        if not self.jobs.save_checkpoint(self.claim, checkpoint, tx=tx):
             self.lost.set()
             self.ensure_held()
         self.claim.job.checkpoint = checkpoint

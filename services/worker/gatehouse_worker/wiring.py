@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-from functools import partial
 from typing import Any
 
 import dramatiq
@@ -36,7 +35,7 @@ from gatehouse_worker.middleware import BootReconciliation, CloseStores, IdlePol
 from gatehouse_worker.modules import ModulePauses
 from gatehouse_worker.pipeline import GateTimings, JobRuntime, declare
 from gatehouse_worker.runtime import WbAccess
-from gatehouse_worker.schedules import MAINTENANCE_QUEUE, declare_schedules, fan_out
+from gatehouse_worker.schedules import MAINTENANCE_QUEUE, declare_schedules
 
 # A tick older than this is dropped: the next one comes soon enough.
 TICK_SKIP_DELAY_S = 30
@@ -97,6 +96,7 @@ def job_runtime(c: Components) -> JobRuntime:
             poll_delay_ms=s.gate_poll_delay_ms,
             job_lease_ms=s.job_lease_ms,
         ),
+        streaks=c.skip_streaks,
     )
 
 
@@ -126,6 +126,7 @@ def body_collaborators(c: Components) -> dict[str, Any]:
         "data": WbData(c.engine),
         "report_page_rows": s.wb_report_page_rows,
         "redis": c.redis,
+        "fan_outs": c.fan_out_handlers,
     }
 
 
@@ -145,13 +146,7 @@ def build(settings: Settings) -> Components:
         schedules(settings.schedules),
         reconcile=c.job_handlers.reconcile,
         reconcile_cron=settings.reconcile_interval_cron,
-        fan_out=partial(
-            fan_out,
-            submit=c.job_handlers.submit,
-            modules=c.modules,
-            accounts=c.accounts,
-            runs=c.schedule_runs,
-        ),
+        tick=c.fan_out_handlers.tick,
     )
     return c
 

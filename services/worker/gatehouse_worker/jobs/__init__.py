@@ -4,10 +4,20 @@ from gatehouse_worker.jobs import (
     autobidder,
     catalog,
     digitization,
+    fanouts,
     notifications,
     scheduled,
     sweeps,
     webhooks,
 )
 
-__all__ = ["autobidder", "catalog", "digitization", "notifications", "scheduled", "sweeps", "webhooks"]
+__all__ = [
+    "autobidder",
+    "catalog",
+    "digitization",
+    "fanouts",
+    "notifications",
+    "scheduled",
+    "sweeps",
+    "webhooks",
+]
