@@ -47,11 +47,17 @@ class Dispatcher:
     def send_all(self, messages: Sequence[JobMessage]) -> None:
         """Enqueue these messages: one alone as ``send`` does, more in one round trip.
 
-        Many are the broker's own enqueue (its ``dispatch.lua`` with the arguments
-        ``RedisBroker.enqueue`` gives it, the message encoded as it encodes it) called
-        through one pipeline, so a fan-out of a thousand jobs costs one round trip,
-        not a thousand. A failure part way leaves some sent: the caller logs it and
-        reconciliation sends the rest (the claim makes any duplicate a no-op).
+        ``RedisBroker.enqueue`` runs its ``dispatch.lua`` once per message: ``HSET
+        <queue>.msgs id data`` and ``RPUSH <queue> id`` (``.DQ`` with an eta), plus a
+        ``ZADD`` of the sender to the broker's heartbeats. Many are written here as
+        exactly that, in one MULTI per batch: the same keys and the same message data
+        (built as ``enqueue`` builds it), one HSET and one RPUSH per queue, so a
+        fan-out's thousand messages cost one round trip, not a thousand script calls.
+        The MULTI keeps each id from being listed before its data is stored, as the
+        script does. (The script's occasional dead-worker maintenance is left to the
+        broker's own calls, which run it as often.) If the batch fails, none is sent:
+        the caller logs it and reconciliation sends them (the claim makes any
+        duplicate a no-op).
         """
         if len(messages) == 1:
             self.send(messages[0])
@@ -59,35 +65,33 @@ class Dispatcher:
         if not messages:
             return
         broker = self.broker
-        dispatch = broker.scripts["dispatch"]
-        pipe = broker.client.pipeline(transaction=False)
+        queues: dict[str, tuple[list[str], dict[str, bytes]]] = {}
         sent = []
         for m in messages:
-            # What RedisBroker.enqueue does to a message before its dispatch call.
+            # What RedisBroker.enqueue makes of a message, in one step instead of its copies.
             delay = _delay(m)
-            message = message_for(m).copy(options={"redis_message_id": str(uuid.uuid4())})
+            options: dict[str, object] = {"redis_message_id": str(uuid.uuid4())}
+            queue = m.queue
             if delay is not None:
-                message = message.copy(
-                    queue_name=dq_name(message.queue_name), options={"eta": current_millis() + delay}
-                )
-            broker.emit_before("enqueue", message, delay)
-            dispatch(
-                keys=[broker.namespace],
-                args=[
-                    "enqueue",
-                    current_millis(),
-                    message.queue_name,
-                    broker.broker_id,
-                    broker.heartbeat_timeout,
-                    broker.dead_message_ttl,
-                    broker._should_do_maintenance("enqueue"),
-                    broker._max_unpack_size(),
-                    message.options["redis_message_id"],
-                    message.encode(),
-                ],
-                client=pipe,
+                queue, options["eta"] = dq_name(queue), current_millis() + delay
+            message = Message(
+                queue_name=queue,
+                actor_name=m.actor,
+                args=(str(m.job_id), m.number),
+                kwargs={},
+                options=options,
+                message_id=str(m.job_id),
             )
+            broker.emit_before("enqueue", message, delay)
+            ids, data = queues.setdefault(queue, ([], {}))
+            ids.append(options["redis_message_id"])
+            data[options["redis_message_id"]] = message.encode()
             sent.append((message, delay))
+        pipe = broker.client.pipeline(transaction=True)
+        for queue, (ids, data) in queues.items():
+            pipe.hset(f"{broker.namespace}:{queue}.msgs", mapping=data)
+            pipe.rpush(f"{broker.namespace}:{queue}", *ids)
+        pipe.zadd(f"{broker.namespace}:__heartbeats__", {broker.broker_id: current_millis()})
         pipe.execute()
         for message, delay in sent:
             broker.emit_after("enqueue", message, delay)
