@@ -125,7 +125,7 @@ class UnitOfWork:
             self._send(messages)
         except RedisError as exc:
             log.warning(
-                "job %s%s is saved but maybe not enqueued (%s); reconciliation will enqueue it",
+                "job %s%s is saved but not enqueued (%s); reconciliation will enqueue it",
                 messages[0].job_id,
                 f" and {len(messages) - 1} more" if len(messages) > 1 else "",
                 exc,
