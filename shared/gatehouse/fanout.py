@@ -2,7 +2,7 @@
 
     tick ─▶ FanOutHandlers.tick ─▶ fan-out job (one live per schedule) ─▶ FanOutHandlers.run
                                                                             chunk by chunk:
-                                                                            one INSERT, one pipeline
+                                                                            one INSERT, one MULTI
 
 - The tick (``tick``) stays thin: a module that is off creates nothing (and is not
   the schedule's last run); a per-account schedule gets its fan-out job
@@ -12,8 +12,8 @@
   a time. Each chunk is one transaction: one ``INSERT … SELECT … ON CONFLICT DO
   NOTHING`` of its jobs (``JobStore.create_for_accounts``; an account with a live
   job of the type gets none) and the run's checkpoint, the last account id, fenced
-  by its claim. The chunk's messages go after the commit through one Redis
-  pipeline (``Dispatcher.send_all``). A crash loses at most the chunk that did not
+  by its claim. The chunk's messages go after the commit in one Redis round
+  trip (``Dispatcher.send_all``). A crash loses at most the chunk that did not
   commit, and the run that resumes from the checkpoint never writes a job twice;
   a run that lost its row commits nothing.
 - **Spread**: each job is due ``offset_ms(account, window)`` after the tick, the

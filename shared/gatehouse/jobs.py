@@ -4,6 +4,7 @@ The conditions are the concurrency story:
 
 - create: INSERT … ON CONFLICT on the unique partial index of live jobs, so
   concurrent identical requests produce one row (alreadyRunning for the rest);
+  a fan-out's chunk is one INSERT … SELECT on the same index (create_for_accounts);
 - claim: waiting|delayed → active only for the row's current message (``message_number``); it
   bumps ``claims`` and names the claiming worker process;
 - every later write of a run is fenced by ``claims`` and ``state = 'active'``,
