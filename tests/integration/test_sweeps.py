@@ -553,6 +553,7 @@ def test_the_schedules_list_the_three_sweeps_as_single_jobs(client):
     ):
         assert items[name] == {
             "name": name, "jobType": job_type, "cron": cron, "maxWaitMs": None, "perAccount": False,
-            "enabled": True, "module": module, "moduleEnabled": True, "lastRun": None, "nextRun": None,
+            "spreadMs": 0, "enabled": True, "module": module, "moduleEnabled": True, "lastRun": None, "nextRun": None,
         }  # fmt: skip
     assert items["rnp-ads"]["perAccount"] is True and items["rnp-ads"]["module"] is None
+    assert items["rnp-ads"]["spreadMs"] == 150_000  # half its 5-minute cadence
