@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -152,6 +153,7 @@ class FanOutHandlers:
         schedule = self.schedules[name]
         job_type, window = schedule.job_type, schedule.spread
         done = {"after": None, "created": 0, "alreadyLive": 0, **resume}
+        started = time.monotonic()
         while ids := self.accounts.active_ids(
             after=uuid.UUID(done["after"]) if done["after"] else None, limit=self.chunk_size
         ):
@@ -169,11 +171,13 @@ class FanOutHandlers:
                 }
                 save(done, tx=tx)
         log.info(
-            "%s: %d job(s) created, %d already live, spread over %d ms",
+            "%s: %d job(s) created, %d already live, spread over %d ms (this run: %.2f s%s)",
             name,
             done["created"],
             done["alreadyLive"],
             window,
+            time.monotonic() - started,
+            f", resumed after account {resume['after']}" if resume.get("after") else "",
         )
         return {"created": done["created"], "alreadyLive": done["alreadyLive"], "spreadMs": window}
 
