@@ -39,7 +39,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from redis import Redis
+from redis import Redis, RedisError
 
 from gatehouse.accounts import Accounts
 from gatehouse.gate.vocabulary import DUE_AT_FIELD, GATE_TIER_FIELD
@@ -157,7 +157,7 @@ class FanOutHandlers:
         while ids := self.accounts.active_ids(
             after=uuid.UUID(done["after"]) if done["after"] else None, limit=self.chunk_size
         ):
-            streaks = self.streaks.of(job_type.name, ids) if job_type.gate else [0] * len(ids)
+            streaks = self._streaks(job_type.name, ids) if job_type.gate else [0] * len(ids)
             jobs = []
             for account_id, streak in zip(ids, streaks, strict=True):
                 due = tick_ms + offset_ms(account_id, window)
@@ -180,6 +180,14 @@ class FanOutHandlers:
             f", resumed after account {resume['after']}" if resume.get("after") else "",
         )
         return {"created": done["created"], "alreadyLive": done["alreadyLive"], "spreadMs": window}
+
+    def _streaks(self, job_type: str, ids: list[uuid.UUID]) -> list[int]:
+        # Redis down: the rows are still written (their messages wait for reconciliation), unpromoted.
+        try:
+            return self.streaks.of(job_type, ids)
+        except RedisError as exc:
+            log.warning("%s: skip streaks unreadable (%s); no job of this chunk is promoted", job_type, exc)
+            return [0] * len(ids)
 
     def _payload(self, schedule: Schedule, due_ms: int, streak: int) -> dict[str, Any]:
         payload = {**schedule.payload(), DUE_AT_FIELD: due_ms}

@@ -8,12 +8,14 @@ import uuid
 
 import pytest
 
+from gatehouse.composition import bootstrap
 from gatehouse.fanout import TICK_FIELD, FanOutHandlers, offset_ms
 from gatehouse.gate.vocabulary import DUE_AT_FIELD
 from gatehouse.jobs import JobMessage, datetime_to_ms, utcnow
 from gatehouse.schedules import schedules
 from gatehouse.wb import tables
 from gatehouse.wb.tables import WbData
+from tests.support.processes import free_port
 
 
 def broker_contents(gh) -> dict[str, dict]:
@@ -188,3 +190,30 @@ def test_an_upsert_over_unchanged_rows_writes_nothing_and_a_changed_row_alone_mo
     rows = {r.advert_id: r for r in sql("SELECT advert_id, xmin, imported_at, data FROM wb_campaigns")}
     assert {n for n, r in rows.items() if (r.xmin, r.imported_at) != before[n]} == {3}
     assert rows[3].data["status"] == 11 and rows[3].imported_at > before[3][1]
+
+
+def test_a_fan_out_with_redis_down_writes_its_jobs_and_reconciliation_sends_them(gh, sql, settings):
+    # Given 5 accounts, a tick's fan-out job, and a worker whose Redis stops answering
+    accounts = sorted(gh.account_handlers.create_account(f"shop-{i}", f"s-{i}").id for i in range(5))
+    fan_outs(gh, chunk_size=2).tick(gh.fan_out_handlers.schedules["rnp-ads"])
+    offline = bootstrap(settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"}))
+    handlers = fan_outs(offline, chunk_size=2)
+
+    # When the fan-out runs there (skip streaks unreadable, every send failing)
+    [row] = gh.jobs.list_jobs(type="fan-out:rnp-ads")
+    claim = gh.jobs.claim(row.id, row.message_number, 60_000, worker="w", start=True)
+    result = handlers.run(
+        "rnp-ads",
+        tick_ms=row.payload[TICK_FIELD],
+        resume={},
+        save=lambda checkpoint, tx: gh.jobs.save_checkpoint(claim, checkpoint, tx=tx),
+    )
+    offline.close()
+
+    # Then every job is written, and reconciliation puts each on its queue
+    assert result["created"] == 5
+    children = sql("SELECT id, account_id FROM jobs WHERE type = 'rnp:ads-sync-account'")
+    assert sorted(c.account_id for c in children) == accounts
+    assert gh.dispatcher.queued_job_ids(["wb-scheduled"]) == set()
+    gh.job_handlers.reconcile(grace_ms=0)
+    assert gh.dispatcher.queued_job_ids(["wb-scheduled"]) == {str(c.id) for c in children}
