@@ -119,7 +119,7 @@ def _field(text: str, low: int, high: int) -> tuple[set[int], bool]:
 def cadence_ms(cron: str) -> int:
     """The shortest time between two runs of ``cron`` (minute hour day month weekday, UTC).
 
-    Digits, ``*``, ranges, steps, lists and the ``@daily``-style aliases, as periodiq reads them.
+    Digits, ``*``, ranges, steps, lists and the ``@daily``-style aliases (no month or day names).
     The runs of the next 800 days are looked at, enough for any cron but a leap-day one.
     """
     parts = _ALIASES.get(cron.strip(), cron).split()
