@@ -97,10 +97,11 @@ _ALIASES = {
 }
 _FIELDS = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))  # minute hour day month weekday (7 = Sunday too)
 _DAY = 1_440  # minutes
+_WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
 
 
-def _field(text: str, low: int, high: int) -> tuple[set[int], bool]:
-    """The values of one cron field, and whether it is ``*`` (a day rule matters only if not)."""
+def _field(text: str, low: int, high: int) -> set[int]:
+    """The values of one cron field."""
     values: set[int] = set()
     for part in text.split(","):
         span, _, step = part.partition("/")
@@ -113,22 +114,27 @@ def _field(text: str, low: int, high: int) -> tuple[set[int], bool]:
         if not low <= first <= last <= high:
             raise ValueError(f"cron field {text!r} is outside {low}-{high}")
         values.update(range(first, last + 1, int(step) if step else 1))
-    return values, text == "*"
+    return values
 
 
 def cadence_ms(cron: str) -> int:
     """The shortest time between two runs of ``cron`` (minute hour day month weekday, UTC).
 
-    Digits, ``*``, ranges, steps, lists and the ``@daily``-style aliases (no month or day names).
+    Digits, ``*``, ranges, steps, lists, weekday names and the ``@daily``-style aliases, as periodiq
+    reads them.
     The runs of the next 800 days are looked at, enough for any cron but a leap-day one.
     """
     parts = _ALIASES.get(cron.strip(), cron).split()
     if len(parts) != 5:
         raise ValueError(f"cron {cron!r} is not five fields (minute hour day month weekday)")
-    (minutes, _), (hours, _), (days, any_day), (months, _), (weekdays, any_weekday) = (
+    for n, day in enumerate(_WEEKDAYS):  # as periodiq reads them
+        parts[4] = parts[4].lower().replace(day, str(n))
+    minutes, hours, days, months, weekdays = (
         _field(text, low, high) for text, (low, high) in zip(parts, _FIELDS, strict=True)
     )
     weekdays = {d % 7 for d in weekdays}
+    # A day field that holds every day is no day rule (periodiq's reading, like cron's).
+    any_day, any_weekday = days == set(range(1, 32)), weekdays == set(range(7))
     times = sorted(h * 60 + m for h in hours for m in minutes)
     start, run_days = date(2025, 1, 1), []
     for n in range(800):

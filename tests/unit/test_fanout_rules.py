@@ -28,6 +28,11 @@ MINUTE, HOUR, DAY = 60_000, 3_600_000, 86_400_000
         ("0 0 * * 0", 7 * DAY),
         ("0 0 * * 7", 7 * DAY),  # 7 is Sunday too
         ("0 0 1 1 *", 365 * DAY),
+        ("0 9 * * mon-fri", DAY),
+        ("0 9 * * SAT", 7 * DAY),
+        ("0 0 1-31 * *", DAY),  # every day written out is no day rule
+        ("0 0 1-6,8-31 * 1", DAY),  # … but all days but the 7th is one (either day rule may match)
+        ("0 0 7 * 0-6", 28 * DAY),  # every weekday is no weekday rule: the 7th of each month
         ("@hourly", HOUR),
         ("@daily", DAY),
     ],
