@@ -105,7 +105,7 @@ def throughput(gh: Components, rows: Rows, job_type: JobType, ids: list[uuid.UUI
     rows.reset(vacuum=True)
     # A unit of work that keeps the messages of the rows it writes instead of sending them.
     messages: list[JobMessage] = []
-    held = UnitOfWork(gh.engine, gh.statements, EventBus(), messages.append)
+    held = UnitOfWork(gh.engine, gh.statements, EventBus(), messages.extend)
     with held.autocommit() as tx:
         for account_id in ids:
             gh.jobs.create(tx, job_type, account_id=account_id)

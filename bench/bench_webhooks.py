@@ -293,7 +293,7 @@ class Bench:
             for i in range(n // ENDPOINTS)
         ]
         jobs: list[JobMessage] = []
-        held = UnitOfWork(self.gh.engine, self.gh.statements, self.bus, jobs.append)
+        held = UnitOfWork(self.gh.engine, self.gh.statements, self.bus, jobs.extend)
         with held.begin() as tx:
             tx.publish(*events)
         [(raised,)] = self.db.execute("SELECT count(*) FROM webhook_deliveries").fetchall()

@@ -63,7 +63,7 @@ def seed_demo_account(env: dict[str, str]) -> None:
         load_settings(**{k.lower(): env[k] for k in ("DATABASE_URL", "REDIS_URL", "TOKEN_ENCRYPTION_KEY")})
     )
     try:
-        if not gh.accounts.active_ids():
+        if not gh.accounts.active_ids(limit=1):
             account = gh.account_handlers.create_account("Демо-кабинет", "demo-seller")
             print(f"demo account:     {account.id} (WB sandbox seller demo-seller)")
     finally:

@@ -124,10 +124,14 @@ class Accounts:
             raise NotFound(f"account {account_id} has no WB token")
         return self.cipher.decrypt(encrypted)
 
-    def active_ids(self) -> list[uuid.UUID]:
+    def active_ids(self, *, after: uuid.UUID | None = None, limit: int) -> list[uuid.UUID]:
+        """Up to ``limit`` active accounts in id order, those after ``after`` (a fan-out's chunks)."""
         with self.engine.connect() as conn:
             return list(
-                conn.execute(text("SELECT id FROM accounts WHERE active ORDER BY created_at")).scalars()
+                conn.execute(
+                    text("SELECT id FROM accounts WHERE active AND id > :after ORDER BY id LIMIT :limit"),
+                    {"after": after or uuid.UUID(int=0), "limit": limit},
+                ).scalars()
             )
 
     def page(

@@ -31,6 +31,7 @@ from gatehouse.db import Statements, make_engine, session_options
 from gatehouse.db import pool as statements_pool
 from gatehouse.dispatch import Dispatcher
 from gatehouse.events import EventBus
+from gatehouse.fanout import FanOutHandlers, SkipStreaks
 from gatehouse.gate import RedisGate
 from gatehouse.handlers import AccountHandlers, JobHandlers, ModuleHandlers
 from gatehouse.job_types import WEBHOOK_DELIVER, Policies, webhook_retry
@@ -39,7 +40,7 @@ from gatehouse.modules import ModuleStates
 from gatehouse.notifications import NotificationStore
 from gatehouse.notifications.handlers import NotificationHandlers
 from gatehouse.retention import RetentionHandlers, RetentionPolicy
-from gatehouse.schedules import ScheduleRuns
+from gatehouse.schedules import ScheduleRuns, schedules
 from gatehouse.search import SearchStore
 from gatehouse.settings import Settings
 from gatehouse.sweeps import SweepStore
@@ -108,6 +109,8 @@ class Components:
     webhook_handlers: WebhookHandlers
     sweep_handlers: SweepHandlers
     retention_handlers: RetentionHandlers
+    skip_streaks: SkipStreaks
+    fan_out_handlers: FanOutHandlers
 
     def close(self) -> None:
         self.broker.close()
@@ -162,7 +165,7 @@ def bootstrap(
     # Domain events: raised in the changes' units of work; not while their module is off.
     bus = EventBus(emits=modules.emits)
     dispatcher = Dispatcher(broker)
-    uow = UnitOfWork(engine, statements, bus, dispatcher.send)
+    uow = UnitOfWork(engine, statements, bus, dispatcher.send_all)
     policies = Policies({WEBHOOK_DELIVER.name: webhook_retry(settings.webhook_retry_schedule_ms)})
     jobs = JobStore(statements, policies)
     gate = RedisGate(redis, prefix=prefix, released_ttl_ms=settings.gate_lease_ms)
@@ -184,6 +187,8 @@ def bootstrap(
     webhook_slots = EndpointSlots(redis, prefix=prefix)
     # Carts, price lists, RFQs and their sweeps (run by jobs on the workers).
     sweeps = SweepStore(engine)
+    schedule_runs = ScheduleRuns(redis, prefix=prefix)
+    skip_streaks = SkipStreaks(redis, prefix=prefix)
     components = Components(
         settings=settings,
         engine=engine,
@@ -209,7 +214,7 @@ def bootstrap(
         webhook_slots=webhook_slots,
         sweeps=sweeps,
         liveness=Liveness(redis, prefix=prefix, ttl_ms=settings.worker_dead_after_ms),
-        schedule_runs=ScheduleRuns(redis, prefix=prefix),
+        schedule_runs=schedule_runs,
         job_handlers=JobHandlers(uow, jobs, gate, dispatcher, reconcile_grace_ms=settings.reconcile_grace_ms),
         account_handlers=AccountHandlers(uow, accounts, users),
         module_handlers=ModuleHandlers(uow, modules),
@@ -245,6 +250,18 @@ def bootstrap(
             notifications,
             RetentionPolicy.from_settings(settings),
             batch_size=settings.prune_batch_size,
+        ),
+        skip_streaks=skip_streaks,
+        fan_out_handlers=FanOutHandlers(
+            uow,
+            jobs,
+            accounts,
+            modules,
+            schedule_runs,
+            skip_streaks,
+            schedules=schedules(settings.schedules),
+            chunk_size=settings.fan_out_chunk_size,
+            starvation_limit=settings.skip_starvation_limit,
         ),
     )
     for middleware in consumer_middleware(components) if consumer_middleware else ():

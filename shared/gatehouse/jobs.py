@@ -4,6 +4,7 @@ The conditions are the concurrency story:
 
 - create: INSERT … ON CONFLICT on the unique partial index of live jobs, so
   concurrent identical requests produce one row (alreadyRunning for the rest);
+  a fan-out's chunk is one INSERT … SELECT on the same index (create_for_accounts);
 - claim: waiting|delayed → active only for the row's current message (``message_number``); it
   bumps ``claims`` and names the claiming worker process;
 - every later write of a run is fenced by ``claims`` and ``state = 'active'``,
@@ -301,6 +302,19 @@ FROM ROWS FROM (unnest(%(ids)s::uuid[]), jsonb_array_elements(%(payloads)s)) WIT
 ORDER BY j.n
 RETURNING id, queue, type, message_number, resume_at"""
 
+# A fan-out's chunk (gatehouse.fanout): one job of a type per account, in one statement, each with
+# its payload and its eta (delayed until then). A live job of the account and type (the same index
+# as SQL_CREATE) means none for it: only the rows written come back, to be sent.
+SQL_CREATE_FOR_ACCOUNTS = f"""
+INSERT INTO jobs (id, type, queue, tier, account_id, max_attempts, payload, state, resume_at)
+SELECT gen_random_uuid(), %(type)s, %(queue)s, %(tier)s, c.account_id, %(max_attempts)s, c.payload,
+  CASE WHEN c.resume_at > now() THEN 'delayed' ELSE 'waiting' END,
+  CASE WHEN c.resume_at > now() THEN c.resume_at END
+FROM ROWS FROM (unnest(%(accounts)s::uuid[]), jsonb_array_elements(%(payloads)s),
+  unnest(%(etas)s::timestamptz[])) AS c(account_id, payload, resume_at)
+ON CONFLICT (account_id, type) WHERE {_LIVE} DO NOTHING
+RETURNING id, queue, type, message_number, resume_at"""
+
 
 # Retention (gatehouse.retention). A finished row of one type and state older than its retention,
 # unless it is the latest finished row of its (account, type) pair: the status poll of that run
@@ -428,6 +442,30 @@ class JobStore:
         eta_ms = datetime_to_ms(utcnow()) + delay_ms if delay_ms > 0 else None
         tx.record(*(message_of(row, eta_ms) for row in rows))
 
+    def create_for_accounts(
+        self, tx: Tx, job_type: JobType, jobs: Sequence[tuple[uuid.UUID, dict[str, Any], int]]
+    ) -> int:
+        """One job of ``job_type`` per ``(account_id, payload, eta_ms)`` in one statement, each
+        delayed until its eta (a past one: waiting), except where the account has a live job of
+        the type (as ``create``: nothing then, nothing sent). Returns how many were written."""
+        if not jobs:
+            return 0
+        rows = tx.all(
+            SQL_CREATE_FOR_ACCOUNTS,
+            {
+                "type": job_type.name,
+                "queue": job_type.queue,
+                "tier": job_type.tier,
+                "max_attempts": self._policies.of(job_type).attempts,
+                "accounts": [account_id for account_id, _, _ in jobs],
+                "payloads": Jsonb([payload for _, payload, _ in jobs]),
+                "etas": [ms_to_datetime(eta_ms) for _, _, eta_ms in jobs],
+            },
+            _Moved,
+        )
+        tx.record(*(message_of(row, row.resume_at and datetime_to_ms(row.resume_at)) for row in rows))
+        return len(rows)
+
     def get(self, job_id: uuid.UUID) -> JobRecord | None:
         return self._sql.one(SQL_GET, {"id": job_id}, JobRecord)
 
@@ -506,9 +544,15 @@ class JobStore:
         """The job was admitted and its body is about to run: record the phase and the first start."""
         return self._fenced(SQL_START, claim, _Id, progress=Jsonb(progress)) is not None
 
-    def save_checkpoint(self, claim: Claim, checkpoint: dict[str, Any]) -> bool:
-        """Record how far the run got; False if another worker owns the row now."""
-        return self._fenced(SQL_CHECKPOINT, claim, _Id, checkpoint=Jsonb(checkpoint)) is not None
+    def save_checkpoint(self, claim: Claim, checkpoint: dict[str, Any], *, tx: Tx | None = None) -> bool:
+        """Record how far the run got; False if another worker owns the row now.
+
+        With ``tx``, in that unit of work: the checkpoint commits with what the step wrote.
+        """
+        if tx is None:
+            return self._fenced(SQL_CHECKPOINT, claim, _Id, checkpoint=Jsonb(checkpoint)) is not None
+        params = {"id": claim.job_id, "claims": claim.claims, "checkpoint": Jsonb(checkpoint)}
+        return tx.one(SQL_CHECKPOINT, params, _Id) is not None
 
     def finish(
         self,

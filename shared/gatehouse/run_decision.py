@@ -88,7 +88,7 @@ class RunFacts:
     attempt: int
     max_attempts: int
     tier: str
-    enqueued_ms: int
+    enqueued_ms: int  # when its wait for the gate began: when it was due (a spread job's eta), else created
     gated: bool = False  # its job type takes the gate
     holds_gate: bool = False  # this run acquired it
     lost: bool = False  # this run lost its row or gate lease to another

@@ -104,7 +104,7 @@ class Settings(BaseSettings):
     # A row younger than the grace is left alone: its producer may be between
     # the insert and the enqueue.
     reconcile_interval_cron: str = "* * * * *"
-    # Periodic syncs (gatehouse.schedules): JSON {name: {"cron", "max_wait_ms", "enabled"}} overrides.
+    # Periodic syncs (gatehouse.schedules): JSON {name: {"cron", "max_wait_ms", "spread_ms", "enabled"}} overrides.
     schedules: dict[str, dict[str, Any]] = {}
     reconcile_grace_ms: int = 10_000
 
@@ -157,6 +157,12 @@ class Settings(BaseSettings):
     cart_abandon_after_ms: int = 86_400_000
     # Rows per batch of every sweep; each batch (its flips, audit rows and events) is one transaction.
     sweep_batch_size: int = 500
+
+    # Fan-outs (gatehouse.fanout): a tick's jobs are written this many accounts per statement and
+    # transaction (the fan-out job's checkpoint moves after each); after this many account-busy
+    # skips in a row, an (account, type)'s next scheduled job waits for the gate as a user job, once.
+    fan_out_chunk_size: int = Field(default=1_000, ge=1)
+    skip_starvation_limit: int = Field(default=3, ge=1)
 
     @model_validator(mode="before")
     @classmethod

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from psycopg import Cursor
@@ -88,7 +88,11 @@ class Tx:
 
 class UnitOfWork:
     def __init__(
-        self, engine: Engine, statements: Statements, bus: EventBus, send: Callable[[Message], Any]
+        self,
+        engine: Engine,
+        statements: Statements,
+        bus: EventBus,
+        send: Callable[[Sequence[Message]], Any],
     ) -> None:
         self._engine = engine
         self._statements = statements
@@ -113,13 +117,16 @@ class UnitOfWork:
             self._flush(tx)
 
     def _flush(self, tx: Tx) -> None:
-        for message in tx.messages:
-            try:
-                self._send(message)
-            except RedisError as exc:
-                log.warning(
-                    "job %s is saved but not enqueued (%s); reconciliation will enqueue it",
-                    message.job_id,
-                    exc,
-                )
-        tx.messages.clear()
+        # All at once (``Dispatcher.send_all``: one round trip however many, e.g. a fan-out's chunk).
+        messages, tx.messages = tx.messages, []
+        if not messages:
+            return
+        try:
+            self._send(messages)
+        except RedisError as exc:
+            log.warning(
+                "job %s%s is saved but not enqueued (%s); reconciliation will enqueue it",
+                messages[0].job_id,
+                f" and {len(messages) - 1} more" if len(messages) > 1 else "",
+                exc,
+            )

@@ -115,9 +115,14 @@ TERMINAL = ("completed", "failed")
 
 
 def schedules_env() -> str:
+    # The ticking syncs unspread (due at the tick), so a tick's jobs fit in the bounded drain.
     return json.dumps(
         {
-            s.name: {"cron": "* * * * *", "max_wait_ms": 20_000}
+            s.name: {
+                "cron": "* * * * *",
+                "max_wait_ms": 20_000,
+                **({"spread_ms": 0} if s.per_account else {}),
+            }
             if s.name in (*TICKING, SWEEPING)
             else {"enabled": False}
             for s in DEFAULTS

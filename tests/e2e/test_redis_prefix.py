@@ -33,7 +33,7 @@ SCALE = 1000
 SELLER = "seller-prefix"
 ONLY_ADS_EVERY_MINUTE = json.dumps(
     {
-        "rnp-ads": {"cron": "* * * * *"},
+        "rnp-ads": {"cron": "* * * * *", "spread_ms": 0},  # its syncs due at the tick
         **{s.name: {"enabled": False} for s in DEFAULTS if s.name != "rnp-ads"},
     }
 )

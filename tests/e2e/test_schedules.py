@@ -16,7 +16,7 @@ from tests.support.wb_sandbox import quiet_schedules, running_sandbox, scaled_li
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 ONLY_ADS_EVERY_MINUTE = json.dumps(
     {
-        "rnp-ads": {"cron": "* * * * *"},
+        "rnp-ads": {"cron": "* * * * *", "spread_ms": 0},  # its syncs due at the tick
         **{s.name: {"enabled": False} for s in DEFAULTS if s.name != "rnp-ads"},
     }
 )
@@ -67,7 +67,7 @@ def test_two_schedulers_send_each_tick_once_and_its_fan_out_makes_one_job_per_ac
     for scheduler in schedulers:
         scheduler.kill_tree()
     processes.start("worker", "gatehouse-worker", "--processes", "1", "--threads", "4",
-                    env={"WB_API_BASE_URL": sandbox.url, **scaled_limits(1000)})  # fmt: skip
+                    env={"WB_API_BASE_URL": sandbox.url, **scaled_limits(1000), **env})  # fmt: skip
 
     def synced():
         rows = jobs_of(sql, "rnp:ads-sync-account")
@@ -87,7 +87,8 @@ def test_two_schedulers_send_each_tick_once_and_its_fan_out_makes_one_job_per_ac
 
 def test_admin_lists_schedules_and_fires_a_tick_through_the_same_fan_out(processes, gh, sql, sandbox):
     ids = accounts(gh, 2)
-    env = {"WB_API_BASE_URL": sandbox.url, **scaled_limits(1000)}
+    # (the worker fans the ticks out: with its jobs due at once)
+    env = {"WB_API_BASE_URL": sandbox.url, **scaled_limits(1000), **quiet_schedules()}
     processes.start("worker", "gatehouse-worker", "--processes", "1", "--threads", "4", env=env)
     processes.start("scheduler", "gatehouse-scheduler", env=quiet_schedules())
     _, url = processes.api(env={"BACKEND_ROLE": "api", **quiet_schedules()})

@@ -19,7 +19,6 @@ from gatehouse.catalog import NewProduct, Price
 from gatehouse.modules import ModuleDisabled
 from gatehouse.schedules import schedules
 from gatehouse_api.app import create_app
-from gatehouse_worker.schedules import fan_out
 from tests.conftest import ADMIN_TOKEN
 from tests.support.probe import PROBE
 
@@ -81,13 +80,6 @@ def flipped_twice(sql, entity: str, action: str) -> list:
         "SELECT entity_id FROM audit_log WHERE entity = :e AND action = :a GROUP BY entity_id HAVING count(*) > 1",
         e=entity,
         a=action,
-    )
-
-
-def ticks(gh) -> dict:
-    """What a scheduler's tick is given (gatehouse_worker.wiring)."""
-    return dict(
-        submit=gh.job_handlers.submit, modules=gh.modules, accounts=gh.accounts, runs=gh.schedule_runs
     )
 
 
@@ -397,13 +389,13 @@ def test_a_single_job_tick_makes_one_job_and_none_while_its_module_is_off(gh, sq
     assert (tick.per_account, tick.cron, tick.job_type) == (False, "*/5 * * * *", jt.PRICE_LIST_STATUS_SWEEP)
     assert (by_name["rfq-expiry"].cron, by_name["cart-abandonment"].cron) == ("*/5 * * * *", "0 * * * *")
 
-    assert fan_out(tick, **ticks(gh)) == (1, 0)
-    assert fan_out(tick, **ticks(gh)) == (0, 1)  # one live at a time
+    assert gh.fan_out_handlers.tick(tick) == (1, 0)
+    assert gh.fan_out_handlers.tick(tick) == (0, 1)  # one live at a time
     [job] = sql("SELECT type, queue, tier, account_id FROM jobs")
     assert tuple(job) == ("price_lists.status-sweep", "price_lists.sweep", "scheduled", None)
 
     gh.module_handlers.set_module("carts", enabled=False, by="test")
-    assert fan_out(by_name["cart-abandonment"], **ticks(gh)) == (0, 0)
+    assert gh.fan_out_handlers.tick(by_name["cart-abandonment"]) == (0, 0)
     assert sql("SELECT count(*) FROM jobs WHERE type = 'carts.abandonment-sweep'")[0][0] == 0
     # a tick that created nothing is not its schedule's last run
     assert gh.schedule_runs.runs("cart-abandonment")[0] is None
@@ -561,6 +553,7 @@ def test_the_schedules_list_the_three_sweeps_as_single_jobs(client):
     ):
         assert items[name] == {
             "name": name, "jobType": job_type, "cron": cron, "maxWaitMs": None, "perAccount": False,
-            "enabled": True, "module": module, "moduleEnabled": True, "lastRun": None, "nextRun": None,
+            "spreadMs": 0, "enabled": True, "module": module, "moduleEnabled": True, "lastRun": None, "nextRun": None,
         }  # fmt: skip
     assert items["rnp-ads"]["perAccount"] is True and items["rnp-ads"]["module"] is None
+    assert items["rnp-ads"]["spreadMs"] == 150_000  # half its 5-minute cadence

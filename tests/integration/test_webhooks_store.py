@@ -481,7 +481,7 @@ class Outcome:
         bus = EventBus(emits=wh.modules.emits)
         bus.subscribe(self._outbox)
         self.runtime = job_runtime(wh)
-        self.runtime.uow = UnitOfWork(wh.engine, wh.statements, bus, wh.dispatcher.send)
+        self.runtime.uow = UnitOfWork(wh.engine, wh.statements, bus, wh.dispatcher.send_all)
 
     def _outbox(self, tx, events) -> None:
         self.calls += 1

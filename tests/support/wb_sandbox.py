@@ -80,7 +80,12 @@ def scaled_limits(time_scale: float) -> dict[str, str]:
 
 
 def quiet_schedules() -> dict[str, str]:
-    """Scheduler env whose ticks never come due in a test (Jan 1st): tests fire them through the admin API."""
+    """Scheduler env whose ticks never come due in a test (Jan 1st): tests fire them through the admin API,
+    and a per-account tick's jobs are due at once (unspread: the default is half a year's cadence here)."""
     from gatehouse.schedules import DEFAULTS
 
-    return {"SCHEDULES": json.dumps({s.name: {"cron": "0 0 1 1 *"} for s in DEFAULTS})}
+    return {
+        "SCHEDULES": json.dumps(
+            {s.name: {"cron": "0 0 1 1 *", **({"spread_ms": 0} if s.per_account else {})} for s in DEFAULTS}
+        )
+    }

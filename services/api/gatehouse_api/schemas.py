@@ -163,6 +163,10 @@ class ScheduleView(Reply):
     cron: str = Field(description="minute hour day month weekday, in UTC")
     maxWaitMs: int | None = Field(description="how long a job of the tick may wait for its account's gate")
     perAccount: bool = Field(description="true: a tick is a job per active account; false: one job (a sweep)")
+    spreadMs: int = Field(
+        description="the window a tick's jobs are due over, each account at the same offset every tick "
+        "(0: all at the tick, and always for a single job)"
+    )
     enabled: bool = Field(description="false: no cron (an admin may still run it now)")
     module: str | None = Field(
         description="the platform module its jobs belong to; null: the core's (never off)"

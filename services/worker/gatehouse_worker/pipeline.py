@@ -43,6 +43,7 @@ from gatehouse import metrics
 from gatehouse import progress as P
 from gatehouse import run_decision as rd
 from gatehouse.errors import JobPaused, PermanentJobError, RetryLater, RunTimeLimitExceeded, error_info
+from gatehouse.fanout import SKIP_STREAK_FIELD, SkipStreaks
 from gatehouse.gate import RedisGate, job_of, owner
 from gatehouse.job_types import JobType, Policies, RunTimeLimits, outcome_event
 from gatehouse.jobs import Claim, JobMessage, JobStore, datetime_to_ms
@@ -92,12 +93,14 @@ class JobRuntime(Middleware):
         timings: rd.Timings,
         gate_timings: GateTimings,
         limits: RunTimeLimits,
+        streaks: SkipStreaks,
     ) -> None:
         self.uow, self.jobs, self.gate, self.pauses = uow, jobs, gate, pauses
         self.modules, self.policies = modules, policies
         self.leases, self.wb_access = leases, wb_access
         self.timings, self.g = timings, gate_timings
         self.limits = limits
+        self.streaks = streaks
 
     # -- Dramatiq hooks ------------------------------------------------------------
 
@@ -180,15 +183,18 @@ class JobRuntime(Middleware):
 
     def _admit(self, job_type: JobType, ctx: JobContext) -> tuple[rd.RunFacts, rd.Outcome | None]:
         """The gate (for gated types): the facts for the decision, and GateBusy when it must wait."""
-        job = ctx.job
+        job, spec = ctx.job, job_type.gate
         progress = job.progress or {}
+        created_ms = datetime_to_ms(job.created_at)
         facts = rd.RunFacts(
             attempt=job.attempt,
             max_attempts=job.max_attempts,
-            tier=job.tier,
-            enqueued_ms=datetime_to_ms(job.created_at),
+            # A scheduled job promoted after repeated skips waits (and never skips) as a user job, once.
+            tier=spec.tier_of(job.payload) if spec else job.tier,
+            # A spread job's wait (its max wait, its place in line) begins when it is due, not at its tick.
+            enqueued_ms=spec.waits_from(job.payload, created_ms) if spec else created_ms,
             gated=self._gated(job_type),
-            max_wait_ms=job_type.gate.max_wait_of(job.payload) if job_type.gate else None,
+            max_wait_ms=spec.max_wait_of(job.payload) if spec else None,
             waiting_since_ms=progress.get("waitingSince"),
         )
         if not facts.gated:
@@ -198,7 +204,7 @@ class JobRuntime(Middleware):
             acquired = self.gate.acquire(
                 account,
                 me,
-                tier=job_type.gate.tier,
+                tier=facts.tier,
                 lease_ms=self.g.lease_ms,
                 wanted_ttl_ms=self.g.wanted_ttl_ms,
                 waiting_ttl_ms=self.g.poll_delay_ms * 10,
@@ -293,6 +299,8 @@ class JobRuntime(Middleware):
         if t.kind in ("complete", "skip", "fail"):
             state = "failed" if t.kind == "fail" else "completed"
             progress = P.stored(t.phase, reason=t.reason)
+            if job.tier == "scheduled" and job_type.gate is not None:
+                self._count_skips(ctx, skipped=t.kind == "skip")
             self._write(lambda: self._finish(job_type, claim, state, progress, t), job.id)
             metrics.JOBS_FINISHED.labels(type=job.type, outcome=FINISHED[t.kind]).inc()
             if t.kind == "skip":
@@ -325,6 +333,23 @@ class JobRuntime(Middleware):
             metrics.WB_RESCHEDULES.labels(scope="account-gate").inc()
         elif t.phase == P.RATE_LIMITED:
             metrics.WB_RESCHEDULES.labels(scope=t.reason).inc()
+
+    def _count_skips(self, ctx: JobContext, *, skipped: bool) -> None:
+        """A scheduled gated run's end counts in its (account, type)'s skip streak (gatehouse.fanout).
+
+        Before the row is finished, so a fan-out that finds the row finished finds the count too.
+        A skip adds one; another end resets a streak the job was created with (none: nothing to do).
+        """
+        job = ctx.job
+        if job.account_id is None or ctx.lost.is_set():
+            return
+        try:
+            if skipped:
+                self.streaks.skipped(job.type, job.account_id)
+            elif job.payload.get(SKIP_STREAK_FIELD):
+                self.streaks.reset(job.type, job.account_id)
+        except RedisError as exc:
+            log.warning("job %s: its account's skip streak is not counted (%s)", job.id, exc)
 
     def _finish(self, job_type: JobType, claim: Claim, state: str, progress: dict, t: rd.Transition) -> None:
         """The outcome; a type that emits raises its event in the same transaction (a retried write starts afresh)."""

@@ -27,6 +27,7 @@ from gatehouse.errors import JobPaused, RunTimeLimitExceeded
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Claim, JobStore
 from gatehouse.progress import RATE_LIMITED, WAITING_ACCOUNT
+from gatehouse.uow import Tx
 from gatehouse.wb.client import WbClient
 from gatehouse.wb.limits import Limit
 
@@ -115,10 +116,14 @@ class JobContext:
         """Where an earlier run of this job stopped ({} on the first run)."""
         return dict(self.claim.job.checkpoint or {})
 
-    def save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+    def save_checkpoint(self, checkpoint: dict[str, Any], *, tx: Tx | None = None) -> None:
         """Record progress after each page, so a pause, retry or crash resumes here; a run that lost
-        its lease, or is past its time limit, stops here (its progress is saved)."""
-        if self.jobs.save_checkpoint(self.claim, checkpoint):
+        its lease, or is past its time limit, stops here.
+
+        With ``tx``, in that unit of work (it commits with the step it records, and a stop here rolls
+        both back); without, the progress is saved before the run stops.
+        """
+        if self.jobs.save_checkpoint(self.claim, checkpoint, tx=tx):
             self.claim.job.checkpoint = checkpoint
         else:
             self.lost.set()

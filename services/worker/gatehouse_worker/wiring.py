@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-from functools import partial
 from typing import Any
 
 import dramatiq
@@ -36,7 +35,7 @@ from gatehouse_worker.middleware import BootReconciliation, CloseStores, IdlePol
 from gatehouse_worker.modules import ModulePauses
 from gatehouse_worker.pipeline import GateTimings, JobRuntime, declare
 from gatehouse_worker.runtime import WbAccess
-from gatehouse_worker.schedules import declare_schedules, fan_out
+from gatehouse_worker.schedules import declare_schedules
 
 # A tick older than this is dropped: the next one comes soon enough.
 TICK_SKIP_DELAY_S = 30
@@ -102,6 +101,7 @@ def job_runtime(c: Components) -> JobRuntime:
             s.run_time_limit_scale,
             {jt.WEBHOOK_DELIVER.name: jt.webhook_run_time_limit(s.webhook_timeout_ms, s.webhook_batch_size)},
         ),
+        streaks=c.skip_streaks,
     )
 
 
@@ -132,6 +132,7 @@ def body_collaborators(c: Components) -> dict[str, Any]:
         "data": WbData(c.engine),
         "report_page_rows": s.wb_report_page_rows,
         "redis": c.redis,
+        "fan_outs": c.fan_out_handlers,
     }
 
 
@@ -151,13 +152,7 @@ def build(settings: Settings) -> Components:
         schedules(settings.schedules),
         reconcile=c.job_handlers.reconcile,
         reconcile_cron=settings.reconcile_interval_cron,
-        fan_out=partial(
-            fan_out,
-            submit=c.job_handlers.submit,
-            modules=c.modules,
-            accounts=c.accounts,
-            runs=c.schedule_runs,
-        ),
+        tick=c.fan_out_handlers.tick,
     )
     return c
 

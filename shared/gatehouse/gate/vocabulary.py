@@ -18,6 +18,11 @@ Tier = Literal["user", "scheduled"]
 TIERS: tuple[Tier, ...] = ("user", "scheduled")
 # The payload field a schedule's tick uses to override its job type's max wait.
 MAX_WAIT_FIELD = "maxWaitMs"
+# The payload fields a schedule's fan-out writes on each job (gatehouse.fanout): when the job is due
+# (its spread eta, epoch ms: its max wait counts from there, not from the tick), and, for one run
+# after repeated account-busy skips, the tier whose priority it waits for the gate with ("user").
+DUE_AT_FIELD = "dueAtMs"
+GATE_TIER_FIELD = "gateTier"
 
 
 class GateKeys(NamedTuple):
@@ -76,6 +81,14 @@ class GateSpec:
     def max_wait_of(self, payload: Mapping[str, Any]) -> int | None:
         """One job's max wait: its schedule's override (in its payload), else the type's."""
         return payload.get(MAX_WAIT_FIELD, self.max_wait_ms)
+
+    def waits_from(self, payload: Mapping[str, Any], created_ms: int) -> int:
+        """When one job's wait for the gate begins (epoch ms): when its tick made it due, else its creation."""
+        return payload.get(DUE_AT_FIELD, created_ms)
+
+    def tier_of(self, payload: Mapping[str, Any]) -> Tier:
+        """The tier one job waits for the gate as: a scheduled one promoted for a run waits as a user job."""
+        return "user" if payload.get(GATE_TIER_FIELD) == "user" else self.tier
 
 
 USER_GATE = GateSpec("user")

@@ -1,7 +1,8 @@
 """Imported Wildberries data, one table per dataset, upserted on WB's natural keys.
 
 A rerun, a retry, a resumed pause or a crash mid-page writes the same rows
-again, which only refreshes them: no dataset can hold a row twice. Each row
+again, which changes nothing: no dataset can hold a row twice, and a row is
+only updated (and its ``imported_at`` moved) when its values changed. Each row
 keeps WB's record as ``data`` (JSONB) next to the columns we query by.
 """
 
@@ -12,7 +13,7 @@ from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Date, DateTime, Engine, text
+from sqlalchemy import BigInteger, Column, Date, DateTime, Engine, text, tuple_
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlmodel import Field, SQLModel
@@ -139,7 +140,7 @@ class WbData:
     def upsert(
         self, dataset: tuple[type[SQLModel], Keys], account_id: uuid.UUID, rows: Iterable[dict]
     ) -> int:
-        """Insert or refresh ``rows``; returns how many were written."""
+        """Insert ``rows``, or update those that changed; returns how many it was given (deduplicated)."""
         model, keys = dataset
         return self.upsert_values(
             model, [{"account_id": account_id, **keys(row), "data": row} for row in rows]
@@ -155,7 +156,12 @@ class WbData:
         stmt = pg_insert(table).values(unique)
         updates = {c: stmt.excluded[c] for c in unique[0] if c not in primary}
         stamp = "imported_at" if "imported_at" in table.c else "updated_at"
-        stmt = stmt.on_conflict_do_update(index_elements=primary, set_={**updates, stamp: text("now()")})
+        # Only a row whose values changed is written (and stamped): a sync over unchanged data
+        # writes nothing, no dead tuple, no WAL, and the stamp says when the data last changed.
+        changed = tuple_(*(table.c[c] for c in updates)).is_distinct_from(tuple_(*updates.values()))
+        stmt = stmt.on_conflict_do_update(
+            index_elements=primary, set_={**updates, stamp: text("now()")}, where=changed
+        )
         with self.engine.begin() as conn:
             conn.execute(stmt)
         return len(unique)

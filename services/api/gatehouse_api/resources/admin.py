@@ -60,6 +60,7 @@ class ScheduleViews:
                     cron=s.cron,
                     maxWaitMs=s.max_wait,
                     perAccount=s.per_account,
+                    spreadMs=s.spread,
                     enabled=s.enabled,
                     module=module.name if module else None,
                     moduleEnabled=(module is None or self.modules.state(module.name).on)
