@@ -120,6 +120,7 @@ class System:
     """One system under test: how to fill its queue, start its workers, submit a job, see progress."""
 
     name: str
+    total = 0  # how many jobs the current measurement waits for
 
     def fill(self, n: int) -> None: ...
     def workers(self) -> Workers: ...
@@ -140,7 +141,6 @@ class Gatehouse(System):
         self.settings, self.noop = settings, NOOP
         self.gh = build(settings)
         self.db = psycopg.connect(settings.libpq_url, autocommit=True)
-        self.finished0 = 0
 
     def fill(self, n: int) -> None:
         with self.gh.uow.begin() as tx:
@@ -164,8 +164,6 @@ class Gatehouse(System):
 
     def reset(self) -> None:
         self.db.execute("DELETE FROM jobs")
-
-    total = 0
 
     def close(self) -> None:
         self.db.close()
@@ -208,8 +206,6 @@ class PgQueuer(System):
 
     def reset(self) -> None:
         self.db.execute("DELETE FROM pgqueuer")
-
-    total = 0
 
     def close(self) -> None:
         self.db.close()
