@@ -25,7 +25,8 @@ Each round and system measures:
 Done is each system's own durable state where it has one (Gatehouse: no live row;
 PgQueuer: its queue table empty; procrastinate: no todo/doing job); Celery and bare
 Dramatiq have none, so their body counts itself with one Redis INCR. The outside
-polls every 10 ms. Prints jobs/s per system and mode (the median of PEERS_ROUNDS
+polls every 10 ms. On a machine shared with other work the rates swing with its
+load; the CPU the worker processes spent per drained job (psutil) swings less. Prints jobs/s per system and mode (the median of PEERS_ROUNDS
 rounds) and the ratio Gatehouse/peer; the figure with a target is the backlog drain
 against PgQueuer's (≥ 1.0).
 """
@@ -45,6 +46,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import psycopg
 import redis
 
@@ -74,6 +76,18 @@ class Workers:
                 )
                 for argv in argvs
             ]
+
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the worker processes and their children have used so far."""
+        total = 0.0
+        for p in self.procs:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                top = psutil.Process(p.pid)
+                for proc in [top, *top.children(recursive=True)]:
+                    with contextlib.suppress(psutil.NoSuchProcess):
+                        times = proc.cpu_times()
+                        total += times.user + times.system
+        return total
 
     def check(self) -> None:
         for p in self.procs:
@@ -367,22 +381,24 @@ class Dramatiq(RedisCounted):
         return self.redis.llen("peers-dramatiq:peers")
 
 
-def measure(system: System) -> tuple[float, float, float]:
-    """(start-up s, backlog drain jobs/s, one-by-one jobs/s) of one round."""
+def measure(system: System) -> tuple[float, float, float, float]:
+    """(start-up s, backlog drain jobs/s, one-by-one jobs/s, worker CPU µs per drained job) of one round."""
     system.reset()
     system.total = BACKLOG
     system.fill(BACKLOG)
     workers = system.workers()
     try:
         first = wait_for(lambda: system.waiting() < BACKLOG, workers, f"{system.name}: first job")
+        cpu = workers.cpu_s()
         last = wait_for(lambda: system.done() >= BACKLOG, workers, f"{system.name}: backlog")
+        cpu_us = (workers.cpu_s() - cpu) / BACKLOG * 1e6
         startup, drain = first - workers.spawned, BACKLOG / (last - first)
         system.reset()
         system.total = JOBS
         start = time.perf_counter()
         system.submit(JOBS)
         last = wait_for(lambda: system.done() >= JOBS, workers, f"{system.name}: one by one")
-        return startup, drain, JOBS / (last - start)
+        return startup, drain, JOBS / (last - start), cpu_us
     finally:
         workers.stop()
 
@@ -403,27 +419,28 @@ def main() -> list[Result]:
                 "dramatiq": lambda: Dramatiq(settings.redis_url),
             }
             systems = [makers[name]() for name in SYSTEMS]
-            runs: dict[str, list[tuple[float, float, float]]] = {s.name: [] for s in systems}
+            runs: dict[str, list[tuple[float, float, float, float]]] = {s.name: [] for s in systems}
             try:
                 for r in range(ROUNDS):
                     for system in systems:
                         runs[system.name].append(measure(system))
-                        s, d, o = runs[system.name][-1]
+                        s, d, o, c = runs[system.name][-1]
                         print(
                             f"  round {r + 1} {system.name:14s}: start-up {s * 1000:5.0f} ms, "
-                            f"backlog {d:6.0f} jobs/s, one by one {o:6.0f} jobs/s",
+                            f"backlog {d:6.0f} jobs/s ({c:4.0f} µs CPU/job), one by one {o:6.0f} jobs/s",
                             flush=True,
                         )
             finally:
                 for system in systems:
                     system.close()
-    med = {name: [statistics.median(r[i] for r in rs) for i in range(3)] for name, rs in runs.items()}
+    med = {name: [statistics.median(r[i] for r in rs) for i in range(4)] for name, rs in runs.items()}
     names = list(med)
     print(f"\n{'':34s}" + "".join(f"{n:>15s}" for n in names))
     rows = (
         ("one producer, one by one (jobs/s)", 2, "{:15.0f}"),
         (f"backlog of {BACKLOG:,} (jobs/s)", 1, "{:15.0f}"),
         ("start-up to first job (ms)", 0, "{:15.0f}"),
+        ("worker CPU per drained job (µs)", 3, "{:15.0f}"),
     )
     for label, i, fmt in rows:
         scale = 1000 if i == 0 else 1
@@ -433,10 +450,12 @@ def main() -> list[Result]:
         ours = med["Gatehouse"]
         for n in names[1:] if names[0] == "Gatehouse" else [n for n in names if n != "Gatehouse"]:
             one, back = ours[2] / med[n][2], ours[1] / med[n][1]
-            print(f"Gatehouse/{n}: one by one {one:.2f}, backlog {back:.2f}")
+            cpu = ours[3] / med[n][3]
+            print(f"Gatehouse/{n}: one by one {one:.2f}, backlog {back:.2f}, worker CPU per job {cpu:.2f}")
             target = 1.0 if n == "PgQueuer" else None
             results.append(Result("bench_peers", f"backlog drain, gatehouse/{n}", back, target))
             results.append(Result("bench_peers", f"one by one, gatehouse/{n}", one))
+            results.append(Result("bench_peers", f"worker CPU per job, gatehouse/{n}", cpu))
         print(f"Gatehouse worker start-up to first job: {ours[0] * 1000:.0f} ms (target < 300)")
         results.append(
             Result("bench_peers", "gatehouse start-up", ours[0] * 1000, 300, "ms", higher_is_better=False)
