@@ -14,8 +14,9 @@
 - decide: ``gatehouse.run_decision.decide`` (pure) turns the outcome into a
   transition and a gate effect;
 - apply: the row write (fenced by the claim; a plain outcome batched with the
-  other threads' like the claim), the gate effect, the next message. The row is written before the message is sent: if the send fails,
-  the row says where the job stands and reconciliation re-sends it.
+  other threads' like the claim), the gate effect, the next message. The row
+  is written before the message is sent: if the send fails, the row says where
+  the job stands and reconciliation re-sends it.
 
 ``JobRuntime`` is the one Dramatiq middleware for jobs: it owns the process's
 lease keeper (boot and shutdown). The actor of a job type takes the job id and
