@@ -127,7 +127,8 @@ class JobHandlers:
             )
             if candidates:
                 queued = self.dispatcher.queued_job_ids({c.queue for c in candidates})
-                missing = [c for c in candidates if str(c.job_id) not in queued]
+                # Re-read after the scan: a row whose message was consumed meanwhile is not owed one.
+                missing = self.jobs.still_unsent([c for c in candidates if str(c.job_id) not in queued])
                 tx.record(*missing)
                 sent += len(missing)
         if sent:

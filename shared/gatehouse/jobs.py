@@ -157,6 +157,28 @@ class Claim:
         return (self.job.id, self.claims)
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """How a run ended, as its row records it (``JobStore.finish_many``)."""
+
+    claim: Claim
+    state: str  # completed | failed
+    progress: dict[str, Any]
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+def _finish_params(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    return dict(
+        ids=[o.claim.job_id for o in outcomes],
+        claims=[o.claim.claims for o in outcomes],
+        states=[o.state for o in outcomes],
+        results=[_json(o.result) for o in outcomes],
+        errors=[_json(o.error) for o in outcomes],
+        progresses=[Jsonb(o.progress) for o in outcomes],
+    )
+
+
 def message_of(row: Any, eta_ms: int | None = None) -> JobMessage:
     return JobMessage(row.id, row.queue, row.type, row.message_number, eta_ms)
 
@@ -198,29 +220,36 @@ ON CONFLICT (type) WHERE {_SYSTEM} DO NOTHING
 RETURNING {ACCEPTED_COLUMNS}"""
 SQL_LIVE_SYSTEM = f"SELECT {ACCEPTED_COLUMNS} FROM jobs WHERE type = %(type)s AND {_SYSTEM}"
 SQL_GET = f"SELECT {COLUMNS} FROM jobs WHERE id = %(id)s"
-# The claim. A job type without admission (no gate) is claimed and started in one
-# statement (SQL_CLAIM_AND_START, its running progress a constant); a gated one is
-# started after the gate let it in (SQL_START).
-_CLAIM = f"""
+# The claim, of many messages in one statement (a worker process's threads claim together:
+# gatehouse_worker.batches): each (id, number) takes its row only for that message number and
+# only from waiting|delayed. A job type without admission (no gate) is claimed and started in the
+# same statement (``start``, its running progress a constant); a gated one is started after the
+# gate let it in (SQL_START). Two messages of one row in a batch match it at most once (the
+# caller hands each (id, number) to one requester).
+SQL_CLAIM = f"""
 UPDATE jobs SET state = 'active', claims = claims + 1, worker = %(worker)s, lease_until = {_LEASE},
-  {{start}}updated_at = now()
-WHERE id = %(id)s AND message_number = %(message_number)s AND state IN ('waiting', 'delayed')
-RETURNING {RUN_COLUMNS}"""
-SQL_CLAIM = _CLAIM.format(start="")
-SQL_CLAIM_AND_START = _CLAIM.format(
-    start=f"progress = '{json.dumps(P.stored(P.RUNNING))}'::jsonb, started_at = coalesce(started_at, now()),\n  "
-)
+  progress = CASE WHEN m.start THEN '{json.dumps(P.stored(P.RUNNING))}'::jsonb ELSE jobs.progress END,
+  started_at = CASE WHEN m.start THEN coalesce(jobs.started_at, now()) ELSE jobs.started_at END,
+  updated_at = now()
+FROM unnest(%(ids)s::uuid[], %(numbers)s::int[], %(starts)s::bool[]) AS m(id, number, start)
+WHERE jobs.id = m.id AND jobs.message_number = m.number AND jobs.state IN ('waiting', 'delayed')
+RETURNING m.number, {", ".join(f"jobs.{f.name}" for f in fields(RunRecord))}"""
 SQL_START = f"""
 UPDATE jobs SET progress = %(progress)s, started_at = coalesce(started_at, now()), updated_at = now()
 WHERE {_FENCE} RETURNING id"""
 SQL_CHECKPOINT = (
     f"UPDATE jobs SET checkpoint = %(checkpoint)s, updated_at = now() WHERE {_FENCE} RETURNING id"
 )
-SQL_FINISH = f"""
-UPDATE jobs SET state = %(state)s, result = %(result)s, error = coalesce(%(error)s, error),
-  progress = %(progress)s, resume_at = NULL, lease_until = NULL, worker = NULL,
+# The outcomes of many runs in one statement (a worker process's threads finish together), each
+# fenced by its claim: a run that lost its row writes nothing.
+SQL_FINISH = """
+UPDATE jobs SET state = f.state, result = f.result, error = coalesce(f.error, jobs.error),
+  progress = f.progress, resume_at = NULL, lease_until = NULL, worker = NULL,
   finished_at = now(), updated_at = now()
-WHERE {_FENCE} RETURNING id"""
+FROM unnest(%(ids)s::uuid[], %(claims)s::int[], %(states)s::text[], %(results)s::jsonb[],
+  %(errors)s::jsonb[], %(progresses)s::jsonb[]) AS f(id, claims, state, result, error, progress)
+WHERE jobs.id = f.id AND jobs.claims = f.claims AND jobs.state = 'active'
+RETURNING jobs.id, jobs.claims"""
 SQL_RESCHEDULE = f"""
 UPDATE jobs SET state = 'delayed', message_number = message_number + 1, attempt = attempt + %(attempts_used)s,
   resume_at = %(resume_at)s, progress = %(progress)s, error = coalesce(%(error)s, error),
@@ -288,6 +317,14 @@ SQL_SETTLED = """
 SELECT id, queue, type, message_number, resume_at FROM jobs
 WHERE state IN ('waiting', 'delayed') AND updated_at < now() - %(grace_ms)s * interval '1 millisecond'
 ORDER BY created_at"""
+# Of those found without a message, the rows still waiting for that same message: a job that was
+# claimed, finished or moved on while the broker was scanned has its message (or needs none).
+SQL_STILL_UNSENT = """
+SELECT jobs.id, jobs.queue, jobs.type, jobs.message_number, jobs.resume_at
+FROM jobs JOIN unnest(%(ids)s::uuid[], %(numbers)s::int[]) AS m(id, number)
+  ON jobs.id = m.id AND jobs.message_number = m.number
+WHERE jobs.state IN ('waiting', 'delayed')
+ORDER BY jobs.created_at"""
 
 
 # Many jobs of one type in one statement (a webhook outbox's batches), in the order given; with a
@@ -533,9 +570,26 @@ class JobStore:
         With ``start`` the claim also records the start (phase running): a job
         without admission (no gate) is claimed and running in one statement.
         """
-        params = dict(id=job_id, message_number=number, lease_ms=lease_ms, worker=worker)
-        row = self._sql.one(SQL_CLAIM_AND_START if start else SQL_CLAIM, params, RunRecord)
-        return Claim(row, row.claims) if row else None
+        return self.claim_many([(job_id, number, start)], lease_ms, worker=worker)[0]
+
+    def claim_many(
+        self, messages: Sequence[tuple[uuid.UUID, int, bool]], lease_ms: int, *, worker: str | None = None
+    ) -> list[Claim | None]:
+        """``claim`` for many messages ``(id, number, start)`` in one statement, each answer in its
+        message's place; of two equal messages only the first claims (a duplicate stays a no-op)."""
+        params = dict(
+            ids=[m[0] for m in messages],
+            numbers=[m[1] for m in messages],
+            starts=[m[2] for m in messages],
+            lease_ms=lease_ms,
+            worker=worker,
+        )
+        rows = {(r.id, r.number): r for r in self._sql.all(SQL_CLAIM, params, _ClaimedRow)}
+        claims: list[Claim | None] = []
+        for job_id, number, _ in messages:
+            row = rows.pop((job_id, number), None)
+            claims.append(None if row is None else Claim(row, row.claims))
+        return claims
 
     def _fenced(self, sql: str, claim: Claim, row: Callable[..., T], **params: Any) -> T | None:
         return self._sql.one(sql, {"id": claim.job_id, "claims": claim.claims, **params}, row)
@@ -565,15 +619,13 @@ class JobStore:
         error: dict[str, Any] | None = None,
     ) -> bool:
         """Active → completed or failed; False if the run had lost the row (then write nothing more in ``tx``)."""
-        params = dict(
-            id=claim.job_id,
-            claims=claim.claims,
-            state=state,
-            progress=Jsonb(progress),
-            result=_json(result),
-            error=_json(error),
-        )
-        return tx.one(SQL_FINISH, params, _Id) is not None
+        outcome = Outcome(claim, state, progress, result, error)
+        return bool(tx.all(SQL_FINISH, _finish_params([outcome]), _Held))
+
+    def finish_many(self, outcomes: Sequence[Outcome]) -> list[bool]:
+        """``finish`` of many runs in one autocommit statement; each answer in its outcome's place."""
+        done = {(r.id, r.claims) for r in self._sql.all(SQL_FINISH, _finish_params(outcomes), _Held)}
+        return [o.claim.key in done for o in outcomes]
 
     def reschedule(
         self,
@@ -715,10 +767,19 @@ class JobStore:
         Their producer is past its enqueue; the caller keeps only those without
         a message in the broker.
         """
-        return [
-            message_of(r, datetime_to_ms(r.resume_at) if r.resume_at else None)
-            for r in self._sql.all(SQL_SETTLED, {"grace_ms": grace_ms}, _Moved)
-        ]
+        return [_resent(r) for r in self._sql.all(SQL_SETTLED, {"grace_ms": grace_ms}, _Moved)]
+
+    def still_unsent(self, candidates: Sequence[JobMessage]) -> list[JobMessage]:
+        """Those of ``candidates`` (found without a message in the broker) whose row still waits for
+        that very message now: read after the broker scan, so a job consumed during it is not sent again."""
+        if not candidates:
+            return []
+        params = {"ids": [c.job_id for c in candidates], "numbers": [c.number for c in candidates]}
+        return [_resent(r) for r in self._sql.all(SQL_STILL_UNSENT, params, _Moved)]
+
+
+def _resent(row: _Moved) -> JobMessage:
+    return message_of(row, datetime_to_ms(row.resume_at) if row.resume_at else None)
 
     # -- retention -------------------------------------------------------------------
 
@@ -755,6 +816,13 @@ class JobStore:
 @dataclass(frozen=True)
 class _Id:
     id: uuid.UUID
+
+
+@dataclass
+class _ClaimedRow(RunRecord):
+    """A claimed row and the message number that claimed it."""
+
+    number: int = 0
 
 
 @dataclass(frozen=True)

@@ -45,3 +45,22 @@ def test_reconciliation_resends_an_active_job_whose_worker_died(gh, sql):
     assert gh.dispatcher.queued_job_ids({"probe"}) == {str(accepted.id)}
     assert gh.jobs.claim(accepted.id, 1, 60_000) is None
     assert gh.jobs.claim(accepted.id, 2, 60_000) is not None
+
+
+def test_reconciliation_does_not_resend_jobs_that_finished_while_it_looked_for_their_messages(gh):
+    """The race seen at worker boot: rows still waiting when reconciliation read them, their messages
+    consumed and acked by a running worker before it scanned the broker. Nothing is owed them."""
+    jobs = [gh.job_handlers.submit(PROBE, account_id=None)[0] for _ in range(20)]
+    scan = gh.job_handlers.dispatcher.queued_job_ids
+
+    def scan_after_the_workers_finished(queues):
+        for accepted in jobs:  # a running worker takes and finishes each, then acks its message
+            claim = gh.jobs.claim(accepted.id, accepted.message_number, 60_000, start=True)
+            with gh.uow.autocommit() as tx:
+                assert gh.jobs.finish(tx, claim, state="completed", progress={"phase": "completed"})
+        gh.broker.flush("probe")
+        return scan(queues)
+
+    gh.job_handlers.dispatcher.queued_job_ids = scan_after_the_workers_finished
+    assert gh.job_handlers.reconcile(grace_ms=0) == 0
+    assert scan({"probe"}) == set()

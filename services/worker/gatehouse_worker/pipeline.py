@@ -7,14 +7,16 @@
 
 - claim: one conditional UPDATE takes the row for this message's delivery and
   names this worker process (with no gate to pass, it also records the start:
-  a job is shown running only once its body is about to run);
+  a job is shown running only once its body is about to run); the claims of
+  the process's threads go together, one statement a batch (batches.py);
 - admit: a gated job type acquires its account's gate (gatehouse.gate);
 - body: the job type's function; what it returns or raises is the outcome;
 - decide: ``gatehouse.run_decision.decide`` (pure) turns the outcome into a
   transition and a gate effect;
-- apply: the row write (fenced by the claim), the gate effect, the next
-  message. The row is written before the message is sent: if the send fails,
-  the row says where the job stands and reconciliation re-sends it.
+- apply: the row write (fenced by the claim; a plain outcome batched with the
+  other threads' like the claim), the gate effect, the next message. The row
+  is written before the message is sent: if the send fails, the row says where
+  the job stands and reconciliation re-sends it.
 
 ``JobRuntime`` is the one Dramatiq middleware for jobs: it owns the process's
 lease keeper (boot and shutdown). The actor of a job type takes the job id and
@@ -46,10 +48,11 @@ from gatehouse.errors import JobPaused, PermanentJobError, RetryLater, RunTimeLi
 from gatehouse.fanout import SKIP_STREAK_FIELD, SkipStreaks
 from gatehouse.gate import RedisGate, job_of, owner
 from gatehouse.job_types import JobType, Policies, RunTimeLimits, outcome_event
-from gatehouse.jobs import Claim, JobMessage, JobStore, datetime_to_ms
+from gatehouse.jobs import Claim, JobMessage, JobStore, Outcome, datetime_to_ms
 from gatehouse.modules import ModuleStates, module_of_queue
 from gatehouse.uow import UnitOfWork
 from gatehouse.wb.pauses import AccountPauses
+from gatehouse_worker.batches import RowBatches
 from gatehouse_worker.leases import LeaseKeeper
 from gatehouse_worker.runtime import JobContext, WbAccess
 from gatehouse_worker.time_limits import body_running
@@ -94,6 +97,7 @@ class JobRuntime(Middleware):
         gate_timings: GateTimings,
         limits: RunTimeLimits,
         streaks: SkipStreaks,
+        rows: RowBatches,
     ) -> None:
         self.uow, self.jobs, self.gate, self.pauses = uow, jobs, gate, pauses
         self.modules, self.policies = modules, policies
@@ -101,6 +105,7 @@ class JobRuntime(Middleware):
         self.timings, self.g = timings, gate_timings
         self.limits = limits
         self.streaks = streaks
+        self.rows = rows  # the claims and outcomes of this process's threads, batched
 
     # -- Dramatiq hooks ------------------------------------------------------------
 
@@ -160,13 +165,7 @@ class JobRuntime(Middleware):
 
     def _claim(self, job_type: JobType, job_id: str, number: int) -> Claim | None:
         try:
-            claim = self.jobs.claim(
-                uuid.UUID(job_id),
-                number,
-                self.g.job_lease_ms,
-                worker=self.leases.worker,
-                start=not self._gated(job_type),
-            )
+            claim = self.rows.claim(uuid.UUID(job_id), number, start=not self._gated(job_type))
         except DB_DOWN:
             log.warning("cannot claim job %s: PostgreSQL unavailable; again in %d ms", job_id, CLAIM_RETRY_MS)
             self._put_back(job_type, job_id, number, CLAIM_RETRY_MS)
@@ -353,9 +352,8 @@ class JobRuntime(Middleware):
 
     def _finish(self, job_type: JobType, claim: Claim, state: str, progress: dict, t: rd.Transition) -> None:
         """The outcome; a type that emits raises its event in the same transaction (a retried write starts afresh)."""
-        if not job_type.emits:
-            with self.uow.autocommit() as tx:
-                self.jobs.finish(tx, claim, state=state, progress=progress, result=t.result, error=t.error)
+        if not job_type.emits:  # one statement: batched with the other threads' outcomes
+            self.rows.finish(Outcome(claim, state, progress, t.result, t.error))
             return
         with self.uow.begin() as tx:
             if self.jobs.finish(tx, claim, state=state, progress=progress, result=t.result, error=t.error):

@@ -28,6 +28,7 @@ from gatehouse.sweeps import SWEEPS
 from gatehouse.wb.tables import WbData
 from gatehouse.workers import process_name
 from gatehouse_worker import runtime
+from gatehouse_worker.batches import RowBatches
 from gatehouse_worker.health import ConsumerLiveness
 from gatehouse_worker.jobs.notifications import SmtpConfig
 from gatehouse_worker.leases import Beats, LeaseKeeper
@@ -71,7 +72,8 @@ def lease_keeper(c: Components, worker: str) -> LeaseKeeper:
 
 def job_runtime(c: Components) -> JobRuntime:
     s = c.settings
-    leases = lease_keeper(c, process_name())
+    worker = process_name()
+    leases = lease_keeper(c, worker)
     return JobRuntime(
         uow=c.uow,
         jobs=c.jobs,
@@ -102,6 +104,7 @@ def job_runtime(c: Components) -> JobRuntime:
             {jt.WEBHOOK_DELIVER.name: jt.webhook_run_time_limit(s.webhook_timeout_ms, s.webhook_batch_size)},
         ),
         streaks=c.skip_streaks,
+        rows=RowBatches(c.jobs, worker=worker, lease_ms=s.job_lease_ms),
     )
 
 
