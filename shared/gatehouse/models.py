@@ -94,6 +94,14 @@ class Job(SQLModel, table=True):
         Index("jobs_newest", text("created_at DESC"), text("id DESC")),
         # Failed in the last 24 h (the console's overview): finished_at of failed rows only.
         Index("jobs_failed_by_finished", "finished_at", postgresql_where=text("state = 'failed'")),
+        # The jobs list filtered by state=failed, newest first: retention keeps failed rows longest,
+        # so they sit behind every newer completed row in jobs_newest.
+        Index(
+            "jobs_failed_newest",
+            text("created_at DESC"),
+            text("id DESC"),
+            postgresql_where=text("state = 'failed'"),
+        ),
     )
 
     id: uuid.UUID = Field(default_factory=uuid.uuid4, primary_key=True)
