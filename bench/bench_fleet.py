@@ -1,14 +1,17 @@
-"""Fleet: every default schedule ticked once over FLEET_ACCOUNTS accounts (10,000) on real processes, scaled to a day.
+"""Fleet: every default schedule ticked by "run now" over FLEET_ACCOUNTS accounts (10,000) on real processes, scaled to a day.
 
 A simulated day, compressed: the day's 386 per-account ticks (48 incremental,
-1 backfill, 288 ads, 1 finance, 24 inventory, 24 catalog) are represented by one
-tick of each schedule, fired with "run now" (``POST /v1/admin/schedules/{name}/run``,
-what the console's button does), each drained before the next; the per-tick
-costs are then multiplied by the schedule's ticks per day (derived, and printed
-as such). The WB sandbox runs in its own process at FLEET_TIME_SCALE (600: WB's
-rate-limit periods divided by 600, the workers' token buckets scaled to match),
-one ``gatehouse-api`` (2 workers × 4 threads, BACKEND_ROLE=api) and one
-``gatehouse-worker --processes 2 --threads 8``. In the background, the whole
+1 backfill, 288 ads, 1 finance, 24 inventory, 24 catalog) and the sweeps' ticks
+are represented by one tick of each schedule per round (FLEET_ROUNDS, 2: round 1
+is each account's first sync, later rounds find the data there, as every tick of
+a real day but the first), fired with "run now"
+(``POST /v1/admin/schedules/{name}/run``, what the console's button does), each
+drained before the next; the last round's per-tick costs are then multiplied by
+the schedule's ticks per day (derived, and printed as such). The WB sandbox runs
+in its own process at FLEET_TIME_SCALE (600: WB's rate-limit periods divided by
+600, the workers' token buckets scaled to match), one ``gatehouse-api`` (2
+workers × 4 threads, BACKEND_ROLE=api) and one ``gatehouse-worker --processes 2
+--threads 8`` with the production poll intervals. In the background, the whole
 time: user feed imports (FLEET_IMPORTS_PER_S) and status polls
 (``GET /v1/jobs/{id}`` of those imports, FLEET_POLLS_PER_S), by account keys.
 
@@ -17,15 +20,22 @@ does: fan-out time is first to last child row's ``created_at`` (the rows of the
 schedule's job type created after the tick was sent); its floor is a bare
 batched ``INSERT`` (chunks of 1,000, one statement each) of the same rows into an
 empty copy of ``jobs`` with the same indexes, in the same run. Drain is the tick
-to its last child's ``finished_at``. Worker CPU is the worker processes'
+to its last child's ``finished_at``. Worker (and API) CPU is the processes'
 utime+stime from /proc/<pid>/stat over the tick, divided by the jobs finished in
 it. Redis is every key of the bench's database with ``MEMORY USAGE``, at the
-fullest moment (a tick's messages queued) and at rest.
+fullest moment (a tick's messages queued) and at rest. Steady state with
+retention: ``gatehouse-prune`` is run if the tree has it, and the jobs table's
+steady size is derived from the tree's JOB_RETENTION_* settings (or the issue's
+defaults, labelled so).
 
-Knobs (env): FLEET_ACCOUNTS, FLEET_SCHEDULES (comma-separated names; default
-every schedule), FLEET_TIME_SCALE, FLEET_WORKER_PROCESSES, FLEET_WORKER_THREADS,
-FLEET_IMPORTS_PER_S, FLEET_POLLS_PER_S, FLEET_IDLE_S, FLEET_DRAIN_TIMEOUT_S,
-GATEHOUSE_BENCH_REDIS_DB. ``FLEET_ACCOUNTS=1000`` runs in about a minute.
+Knobs (env): FLEET_ACCOUNTS, FLEET_ROUNDS, FLEET_SCHEDULES (comma-separated
+names; default every schedule), FLEET_TIME_SCALE, FLEET_WORKER_PROCESSES,
+FLEET_WORKER_THREADS, FLEET_IMPORTS_PER_S, FLEET_POLLS_PER_S, FLEET_IDLE_S,
+FLEET_DRAIN_TIMEOUT_S, GATEHOUSE_BENCH_REDIS_DB. The run is its drains, about
+jobs × 40 ms of worker CPU / cores. Measured on a loaded 2-core machine:
+``FLEET_ACCOUNTS=300`` (every schedule, twice) 7 minutes; ``FLEET_SCHEDULES=rnp-ads
+FLEET_ROUNDS=1`` 2.6 minutes at 3,000 accounts (so about 8 at 10,000); every
+schedule twice at 10,000 is 120,000 jobs, 40 minutes or more.
 """
 
 from __future__ import annotations
