@@ -237,6 +237,17 @@ def table_sizes(conn: psycopg.Connection) -> dict[str, tuple[int, int]]:
     return sizes
 
 
+def row_writes(conn: psycopg.Connection) -> dict[str, int]:
+    """Rows inserted, updated and deleted so far per table (pg_stat_user_tables; a backend publishes its
+    counts once idle a second, so read them after a pause)."""
+    return dict(
+        conn.execute(
+            "SELECT relname, n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables"
+            " WHERE relname <> 'fleet_floor'"
+        ).fetchall()
+    )
+
+
 @dataclass
 class Background:
     """User imports and status polls by KEYED account keys, paced, while the ticks run."""
@@ -312,6 +323,7 @@ class Tick:
     tables: dict[str, tuple[int, int]] = field(default_factory=dict)  # (rows, bytes) added
     job_rows: int = 0
     job_bytes_per_row: float = float("nan")
+    writes: dict[str, int] = field(default_factory=dict)  # rows inserted, updated, deleted per table
     note: str = ""
     round: int = 1
 
@@ -346,6 +358,7 @@ def run_tick(
     expected = ACCOUNTS if schedule.per_account else 1
     name = schedule.job_type.name
     before = table_sizes(conn)
+    writes0 = row_writes(conn)
     cpu0 = tree_cpu_s(workers_pid)
     finished0 = conn.execute("SELECT count(*) FROM jobs WHERE finished_at IS NOT NULL").fetchone()[0]
     sandbox.delete("/__sandbox/log")
@@ -402,6 +415,9 @@ def run_tick(
         for t in after
         if after[t] != before.get(t)
     }
+    time.sleep(1.2)  # every backend idle a second: its table counts published
+    writes1 = row_writes(conn)
+    tick.writes = {t: writes1[t] - writes0.get(t, 0) for t in writes1 if writes1[t] != writes0.get(t, 0)}
     tick.job_rows = n
     tick.job_bytes_per_row = (after["jobs"][1] - before["jobs"][1]) / max(
         after["jobs"][0] - before["jobs"][0], 1
@@ -620,6 +636,21 @@ def report(
     bytes_per_row = sum(b for _, b in jobs_added) / max(sum(r for r, _ in jobs_added), 1)
     wb_per_min = sum(t.wb_calls * day[t.schedule.name] for t in last) / 1_440
     print(
+        "  rows written (inserted + updated + deleted, pg_stat_user_tables) per job of each tick, round",
+        ROUNDS,
+    )
+    for t in last:
+        if t.children:
+            top = sorted(t.writes.items(), key=lambda kv: -kv[1])[:4]
+            print(
+                f"    {t.schedule.name:26} {sum(t.writes.values()) / t.children:7.1f} per job "
+                f"(jobs {t.writes.get('jobs', 0) / t.children:.1f}; {', '.join(f'{k} {v:,}' for k, v in top)})"
+            )
+    writes_per_s = sum(sum(t.writes.values()) * day[t.schedule.name] for t in last) / 86_400
+    print(
+        f"  rows written per second, day average: {writes_per_s:,.1f} ({writes_per_s / ACCOUNTS * 1000:.2f} per 1,000 accounts)"
+    )
+    print(
         f"  job rows per account per day: {job_rows_day / ACCOUNTS:.0f}; {bytes_per_row:.0f} B per job row with "
         f"its indexes (jobs' growth / its rows, every tick); WB calls {wb_per_min:,.0f}/min "
         f"({wb_per_min / ACCOUNTS:.2f} per account)"
@@ -631,6 +662,13 @@ def report(
             "WB calls per account per minute",
             wb_per_min / ACCOUNTS,
             unit="calls",
+            higher_is_better=False,
+        ),
+        Result(
+            name,
+            "PostgreSQL rows written per s per 1,000 accounts",
+            writes_per_s / ACCOUNTS * 1000,
+            unit="rows/s",
             higher_is_better=False,
         ),
     ]
