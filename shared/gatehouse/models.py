@@ -103,6 +103,14 @@ class Job(SQLModel, table=True):
             "id",
             postgresql_where=text(f"state IN {TERMINAL_STATES}"),
         ),
+        # The jobs list filtered by state=failed, newest first: retention keeps failed rows longest,
+        # so they sit behind every newer completed row in jobs_newest.
+        Index(
+            "jobs_failed_newest",
+            text("created_at DESC"),
+            text("id DESC"),
+            postgresql_where=text("state = 'failed'"),
+        ),
     )
 
     id: uuid.UUID = Field(default_factory=uuid.uuid4, primary_key=True)
