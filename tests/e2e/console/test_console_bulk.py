@@ -101,10 +101,6 @@ def test_a_bulk_operation_counter_reaches_the_total_without_a_reload(console, pr
     assert console.axe() == []
 
 
-def fill(page, selector: str) -> str:
-    return page.locator(selector).evaluate("el => getComputedStyle(el).fill")
-
-
 def test_a_failed_items_product_name_renders_as_text_and_the_operation_shows_its_failure(console, gh):
     dialogs: list[str] = []
     console.page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
@@ -134,12 +130,16 @@ def test_a_failed_items_product_name_renders_as_text_and_the_operation_shows_its
     expect(page.locator("#operation .badge")).to_have_text("completed with 1 failed")
     expect(page.locator("#operation .badge")).to_have_class(re.compile(r"\bwarn\b"))
     expect(page.locator("#operation svg.bar .bar-failed")).to_have_attribute("width", "1")
-    assert fill(page, "#operation svg.bar .bar-failed") == "rgb(164, 14, 38)"  # --bad
-    assert fill(page, "#operation svg.bar .bar-succeeded") == "rgb(11, 92, 173)"  # --accent
+    expect(page.locator("#operation svg.bar .bar-failed")).to_have_css("fill", "rgb(164, 14, 38)")  # --bad
+    expect(page.locator("#operation svg.bar .bar-succeeded")).to_have_css(
+        "fill", "rgb(11, 92, 173)"
+    )  # --accent
     console.shot("bulk-operation-with-failures")
     page = console.open("/console/bulk-operations")
     row = page.locator(f"tr[data-operation='{op.id}']")
     expect(row.locator(".badge")).to_have_text("completed with 1 failed")
     expect(row).to_contain_text("failed 1")
-    assert fill(page, f"tr[data-operation='{op.id}'] svg.bar .bar-failed") == "rgb(164, 14, 38)"
+    expect(page.locator(f"tr[data-operation='{op.id}'] svg.bar .bar-failed")).to_have_css(
+        "fill", "rgb(164, 14, 38)"
+    )
     assert console.axe() == []
