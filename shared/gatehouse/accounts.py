@@ -138,19 +138,20 @@ class Accounts:
         self,
         *,
         name: str | None = None,
+        ids: list[uuid.UUID] | None = None,
         limit: int = 50,
         before: tuple[datetime, uuid.UUID] | None = None,
     ) -> list[AccountListing]:
-        """Accounts newest first, ``name`` a case-insensitive part of theirs; ``before`` is the
-        (created_at, id) of the last account of the previous page."""
+        """Accounts newest first, ``name`` a case-insensitive part of theirs, only those of ``ids`` if
+        given; ``before`` is the (created_at, id) of the last account of the previous page."""
         like = None if name is None else "%" + re.sub(r"([\\%_])", r"\\\1", name) + "%"
         sql, params = newest_first(
             "SELECT id, name, active, created_at FROM accounts",
-            {"name": like},
+            {"name": like, "ids": ids},
             limit=limit,
             before=before,
             param=lambda p: f":{p}",
-            compare={"name": "name ILIKE"},
+            compare={"name": "name ILIKE", "ids": "id = ANY({})"},
         )
         with self.engine.connect() as conn:
             return [AccountListing(*row) for row in conn.execute(text(sql), params)]

@@ -34,6 +34,7 @@ from gatehouse.events import EventBus
 from gatehouse.fanout import FanOutHandlers, SkipStreaks
 from gatehouse.gate import RedisGate
 from gatehouse.handlers import AccountHandlers, JobHandlers, ModuleHandlers
+from gatehouse.hot import HotAccounts
 from gatehouse.job_types import WEBHOOK_DELIVER, Policies, webhook_retry
 from gatehouse.jobs import JobStore
 from gatehouse.modules import ModuleStates
@@ -111,6 +112,7 @@ class Components:
     retention_handlers: RetentionHandlers
     skip_streaks: SkipStreaks
     fan_out_handlers: FanOutHandlers
+    hot: HotAccounts
 
     def close(self) -> None:
         self.broker.close()
@@ -263,6 +265,7 @@ def bootstrap(
             chunk_size=settings.fan_out_chunk_size,
             starvation_limit=settings.skip_starvation_limit,
         ),
+        hot=HotAccounts(redis, prefix=prefix),
     )
     for middleware in consumer_middleware(components) if consumer_middleware else ():
         broker.add_middleware(middleware)

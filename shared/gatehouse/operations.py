@@ -42,18 +42,24 @@ from gatehouse.modules import ModuleStates, module_of_queue
 from gatehouse.workers import Liveness, WorkerBeat
 
 FAILED_WINDOW = "24 hours"
-# Written as the two partial indexes' predicates, so the planner can take each branch from one.
+# Each branch written as its partial index's predicate and read from that index alone: one
+# statement whose WHERE ORs the two was a parallel sequential scan of the whole table (0.85-1.1 s
+# at 100,000 accounts, bench_fleet_reads), the OR hiding the indexes from the planner's estimate.
 JOB_COUNTS = f"""
 SELECT queue,
        CASE WHEN state = 'active' THEN worker END AS worker,
        count(*) FILTER (WHERE state = 'waiting') AS ready,
        count(*) FILTER (WHERE state = 'delayed') AS delayed,
        count(*) FILTER (WHERE state = 'active') AS running,
-       count(*) FILTER (WHERE state = 'failed') AS failed
+       0 AS failed
   FROM jobs
  WHERE state IN {LIVE_STATES}
-    OR (state = 'failed' AND finished_at > now() - interval '{FAILED_WINDOW}')
  GROUP BY 1, 2
+UNION ALL
+SELECT queue, NULL, 0, 0, 0, count(*)
+  FROM jobs
+ WHERE state = 'failed' AND finished_at > now() - interval '{FAILED_WINDOW}'
+ GROUP BY 1
 """
 DEAD_DELIVERIES = "SELECT count(*) FROM webhook_deliveries WHERE status = 'dead'"
 # What each worker runs right now: its active rows, longest-running first (index jobs_active_by_worker).

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,25 +18,30 @@ def newest_first(
     before: tuple[datetime, uuid.UUID] | None,
     param: Callable[[str], str],
     compare: Mapping[str, str] | None = None,
+    where: Sequence[str] = (),
 ) -> tuple[str, dict[str, Any]]:
     """``select`` narrowed by column = value for each filter that is not None, after the (created_at, id)
     ``before`` of the previous page, newest first: the SQL and its parameters.
 
     ``param`` writes a named placeholder in the caller's style (``:name`` for SQLAlchemy's
     ``text``, ``%(name)s`` for psycopg). ``compare`` gives a filter another left side than
-    ``<name> =`` (e.g. ``"created_after": "created_at >="``, ``"phase": "progress->>'phase' ="``).
+    ``<name> =`` (e.g. ``"created_after": "created_at >="``, ``"phase": "progress->>'phase' ="``), or
+    the whole condition with ``{}`` where the placeholder goes (``"ids": "id = ANY({})"``).
+    ``where`` adds conditions written out with their constants, so the planner can match them to a
+    partial index's predicate (a parameter would hide the value from a generic plan).
     """
-    where, params = [], {"limit": limit}
+    conditions, params = list(where), {"limit": limit}
     for column, value in filters.items():
         if value is not None:
-            where.append(f"{(compare or {}).get(column, f'{column} =')} {param(column)}")
+            left = (compare or {}).get(column, f"{column} =")
+            conditions.append(left.format(param(column)) if "{}" in left else f"{left} {param(column)}")
             params[column] = value
     if before:
-        where.append(f"(created_at, id) < ({param('before_at')}, {param('before_id')})")
+        conditions.append(f"(created_at, id) < ({param('before_at')}, {param('before_id')})")
         params.update(before_at=before[0], before_id=before[1])
     sql = (
         select
-        + (f" WHERE {' AND '.join(where)}" if where else "")
+        + (f" WHERE {' AND '.join(conditions)}" if conditions else "")
         + f" ORDER BY created_at DESC, id DESC LIMIT {param('limit')}"
     )
     return sql, params

@@ -47,7 +47,7 @@ def create_app(c: Components) -> falcon.App:
     s = c.settings
     body = {"max_body_bytes": s.max_body_bytes}
     jobs_read = jobs.JobViews(c.jobs)
-    gate_views = gates.GateViews(c.accounts, c.gate, c.pauses, c.redis)
+    gate_views = gates.GateViews(c.accounts, c.gate, c.pauses, c.hot, c.redis)
     bulk_views = bulk.BulkViews(c.bulk)
     webhook_views = webhooks.WebhookViews(c.webhooks)
     webhook_actions = webhooks.WebhookActions(c.webhook_handlers)

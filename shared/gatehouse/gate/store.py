@@ -16,6 +16,7 @@ from typing import Any, cast
 from redis import Redis
 from redis.commands.core import Script
 
+from gatehouse import hot
 from gatehouse.gate.reference import (
     AcquireRequest,
     AcquireResult,
@@ -93,9 +94,15 @@ class RedisGate:
                 req.first_wait_ms,
             ],
         )
-        return AcquireResult(
+        result = AcquireResult(
             cast(Decision, _text(decision)), _text(holder), None if holder is None else _ttl(lease_left)
         )
+        if not result.proceed:
+            # Parked: the account may be hot (held, someone in line) until its waiting set expires.
+            pipe = self.client.pipeline(transaction=False)
+            hot.note(pipe, self.prefix, account_id, until_ms=hot.now_ms() + req.waiting_ttl_ms)
+            pipe.execute()
+        return result
 
     def heartbeat(self, account_id: str, owner: str, *, lease_ms: int) -> bool:
         """Renew the lease; False means the lease was lost and the job must stop touching WB."""

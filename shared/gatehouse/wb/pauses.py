@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 
 from redis import Redis
 
+from gatehouse import hot
+
 KEEP = 20
 TTL_MS = 24 * 3600 * 1000
 
@@ -62,6 +64,7 @@ class AccountPauses:
         pipe.lpush(key, entry)
         pipe.ltrim(key, 0, KEEP - 1)
         pipe.pexpire(key, TTL_MS)
+        hot.note(pipe, self.prefix, account_id, until_ms=at_ms + TTL_MS)  # the pause makes it hot a day
         pipe.execute()
 
     def recent_many(self, account_ids: list[str], *, now: datetime | None = None) -> list[list[Pause]]:

@@ -17,6 +17,7 @@ from redis import Redis
 from gatehouse.accounts import AccountListing, Accounts
 from gatehouse.errors import ValidationFailed
 from gatehouse.gate import GateState, RedisGate, job_of
+from gatehouse.hot import HotAccounts
 from gatehouse.models import Account
 from gatehouse.wb import pauses
 from gatehouse.wb.pauses import AccountPauses
@@ -25,7 +26,8 @@ from gatehouse_api.openapi import contract, page_params, query
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit
 from gatehouse_api.schemas import AccountGatePage, AccountGateView, GateView, PauseView, WaiterView
 
-# A hot-only page walks the accounts newest first this many at a time until the page is full.
+# A hot-only page walks the accounts that may be hot (gatehouse.hot: those a park or a pause noted,
+# not every account) newest first, this many at a time, until the page is full.
 HOT_CHUNK = 200
 # Which accounts of a chunk may be hot, judged in Redis in one call (KEYS: each account's gate,
 # waiting set and pauses list, three by three): held with a waiter, or a pause kept. Only those
@@ -91,8 +93,10 @@ def _view(account: AnyAccount, state: GateState, recent: list[pauses.Pause]) -> 
 class GateViews:
     """Accounts with their gates as the API and the console show them."""
 
-    def __init__(self, accounts: Accounts, gate: RedisGate, pauses: AccountPauses, redis: Redis) -> None:
-        self.accounts, self.gate, self.pauses = accounts, gate, pauses
+    def __init__(
+        self, accounts: Accounts, gate: RedisGate, pauses: AccountPauses, hot: HotAccounts, redis: Redis
+    ) -> None:
+        self.accounts, self.gate, self.pauses, self.hot = accounts, gate, pauses, hot
         self._maybe_hot_script = redis.register_script(MAYBE_HOT)
 
     def _read(self, accounts: list[AnyAccount]) -> list[Reading]:
@@ -124,8 +128,11 @@ class GateViews:
         cursor = param("cursor")
         before = decode_cursor(cursor) if cursor else None
         found: list[Reading] = []
-        while True:
-            chunk = self.accounts.page(name=name, limit=HOT_CHUNK if hot_only else limit + 1, before=before)
+        ids = [uuid.UUID(a) for a in self.hot.candidates()] if hot_only else None
+        while ids != []:  # hot-only and no account may be hot: nothing to walk
+            chunk = self.accounts.page(
+                name=name, ids=ids, limit=HOT_CHUNK if hot_only else limit + 1, before=before
+            )
             if hot_only:
                 found += [r for r in self._read(self._maybe_hot(chunk)) if is_hot(r[1], r[2])]
             else:
