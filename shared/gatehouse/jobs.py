@@ -777,10 +777,6 @@ class JobStore:
         params = {"ids": [c.job_id for c in candidates], "numbers": [c.number for c in candidates]}
         return [_resent(r) for r in self._sql.all(SQL_STILL_UNSENT, params, _Moved)]
 
-
-def _resent(row: _Moved) -> JobMessage:
-    return message_of(row, datetime_to_ms(row.resume_at) if row.resume_at else None)
-
     # -- retention -------------------------------------------------------------------
 
     def finished_types(self) -> list[str]:
@@ -811,6 +807,10 @@ def _resent(row: _Moved) -> JobMessage:
         """How many rows ``prune`` would delete now, in all its batches (a dry run)."""
         row = self._sql.one(SQL_PRUNABLE, dict(type=job_type, state=state, age_ms=age_ms), _Pruned)
         return row.deleted
+
+
+def _resent(row: _Moved) -> JobMessage:
+    return message_of(row, datetime_to_ms(row.resume_at) if row.resume_at else None)
 
 
 @dataclass(frozen=True)
