@@ -15,23 +15,37 @@ workers × 4 threads, BACKEND_ROLE=api) and one ``gatehouse-worker --processes 2
 time: user feed imports (FLEET_IMPORTS_PER_S) and status polls
 (``GET /v1/jobs/{id}`` of those imports, FLEET_POLLS_PER_S), by account keys.
 
+Spread (FLEET_SPREAD): the schedules spread a tick's children over a window
+(default half the cadence: ads 150 s, incremental 15 min, the daily ones 12 h).
+With ``0`` (the default) the processes get SCHEDULES with ``spread_ms: 0`` for
+every per-account schedule, so every child is due at the tick and a drain
+measures the fleet's throughput (the daily ticks' 12 h windows would make an
+every-schedule run last a day). With ``tree`` each keeps its own window: the
+drain then spans the window, and what it measures is whether the fleet keeps
+up with it: each child's start past its due (``dueAtMs``), p50 and p99, and
+Redis holding the delayed messages.
+
 Everything is measured from outside the code, so it measures whatever the tree
-does: fan-out time is first to last child row's ``created_at`` (the rows of the
-schedule's job type created after the tick was sent); its floor is a bare
-batched ``INSERT`` (chunks of 1,000, one statement each) of the same rows into an
-empty copy of ``jobs`` with the same indexes, in the same run. Drain is the tick
-to its last child's ``finished_at``. Worker (and API) CPU is the processes'
-utime+stime from /proc/<pid>/stat over the tick, divided by the jobs finished in
-it. Redis is every key of the bench's database with ``MEMORY USAGE``, at the
-fullest moment (a tick's messages queued) and at rest. Steady state with
-retention: ``gatehouse-prune`` is run if the tree has it, and the jobs table's
-steady size is derived from the tree's JOB_RETENTION_* settings (or the issue's
-defaults, labelled so).
+does: fan-out time is from the first child row's ``created_at`` (the rows of
+the schedule's job type created after the tick was sent) to the end of the
+tick's fan-out job (``fan-out:<schedule>``, whose row is not a child): the rows
+of a chunk share their transaction's ``created_at``, and the fan-out job ends
+when its last chunk is committed and enqueued. Its floor is a bare batched
+``INSERT`` (chunks of 1,000, one statement each) of the same rows into an empty
+copy of ``jobs`` with the same indexes, in the same run. Drain is the tick to
+its last child's ``finished_at``. Worker (and API) CPU is the processes'
+utime+stime from /proc/<pid>/stat over the tick, divided by the jobs finished
+in it. Redis is every key of the bench's database with ``MEMORY USAGE``, at the
+fullest moment (a tick's children all written, their messages queued or
+delayed) and at rest. Retention: ``gatehouse-prune`` runs at the end (its
+counts are printed), and the jobs table's steady size is derived from each job
+type's retention (``JobType.retention``, else the JOB_RETENTION_* settings)
+plus the hourly prune's interval, and the day's rows.
 
 Knobs (env): FLEET_ACCOUNTS, FLEET_ROUNDS, FLEET_SCHEDULES (comma-separated
 names; default every schedule), FLEET_TIME_SCALE, FLEET_WORKER_PROCESSES,
 FLEET_WORKER_THREADS, FLEET_IMPORTS_PER_S, FLEET_POLLS_PER_S, FLEET_IDLE_S,
-FLEET_DRAIN_TIMEOUT_S, GATEHOUSE_BENCH_REDIS_DB. The run is its drains, about
+FLEET_DRAIN_TIMEOUT_S, FLEET_SPREAD, GATEHOUSE_BENCH_REDIS_DB. The run is its drains, about
 jobs × 40 ms of worker CPU / cores. Measured on a loaded 2-core machine:
 ``FLEET_ACCOUNTS=300`` (every schedule, twice) 7 minutes; ``FLEET_SCHEDULES=rnp-ads
 FLEET_ROUNDS=1`` 2.6 minutes at 3,000 accounts (so about 8 at 10,000); every
