@@ -46,9 +46,10 @@ Knobs (env): FLEET_ACCOUNTS, FLEET_ROUNDS, FLEET_SCHEDULES (comma-separated
 names; default every schedule), FLEET_TIME_SCALE, FLEET_WORKER_PROCESSES,
 FLEET_WORKER_THREADS, FLEET_IMPORTS_PER_S, FLEET_POLLS_PER_S, FLEET_IDLE_S,
 FLEET_DRAIN_TIMEOUT_S, FLEET_SPREAD, GATEHOUSE_BENCH_REDIS_DB. The run is its drains, about
-jobs × 40 ms of worker CPU / cores. Measured on a loaded 2-core machine:
-``FLEET_ACCOUNTS=300`` (every schedule, twice) 7 minutes; ``FLEET_SCHEDULES=rnp-ads
-FLEET_ROUNDS=1`` 2.6 minutes at 3,000 accounts (so about 8 at 10,000); every
+jobs × 40 ms of worker CPU / cores, and with FLEET_SPREAD=tree at least each
+tick's window. Measured on a loaded 2-core machine: ``FLEET_ACCOUNTS=300``
+(every schedule, twice) 6 minutes; ``FLEET_SCHEDULES=rnp-ads FLEET_ROUNDS=1
+FLEET_SPREAD=tree`` 3 minutes at 3,000 accounts, 10.5 at 10,000; every
 schedule twice at 10,000 is 120,000 jobs, 40 minutes or more.
 """
 
