@@ -15,26 +15,41 @@ workers × 4 threads, BACKEND_ROLE=api) and one ``gatehouse-worker --processes 2
 time: user feed imports (FLEET_IMPORTS_PER_S) and status polls
 (``GET /v1/jobs/{id}`` of those imports, FLEET_POLLS_PER_S), by account keys.
 
+Spread (FLEET_SPREAD): the schedules spread a tick's children over a window
+(default half the cadence: ads 150 s, incremental 15 min, the daily ones 12 h).
+With ``0`` (the default) the processes get SCHEDULES with ``spread_ms: 0`` for
+every per-account schedule, so every child is due at the tick and a drain
+measures the fleet's throughput (the daily ticks' 12 h windows would make an
+every-schedule run last a day). With ``tree`` each keeps its own window: the
+drain then spans the window, and what it measures is whether the fleet keeps
+up with it: each child's start past its due (``dueAtMs``), p50 and p99, and
+Redis holding the delayed messages.
+
 Everything is measured from outside the code, so it measures whatever the tree
-does: fan-out time is first to last child row's ``created_at`` (the rows of the
-schedule's job type created after the tick was sent); its floor is a bare
-batched ``INSERT`` (chunks of 1,000, one statement each) of the same rows into an
-empty copy of ``jobs`` with the same indexes, in the same run. Drain is the tick
-to its last child's ``finished_at``. Worker (and API) CPU is the processes'
-utime+stime from /proc/<pid>/stat over the tick, divided by the jobs finished in
-it. Redis is every key of the bench's database with ``MEMORY USAGE``, at the
-fullest moment (a tick's messages queued) and at rest. Steady state with
-retention: ``gatehouse-prune`` is run if the tree has it, and the jobs table's
-steady size is derived from the tree's JOB_RETENTION_* settings (or the issue's
-defaults, labelled so).
+does: fan-out time is from the first child row's ``created_at`` (the rows of
+the schedule's job type created after the tick was sent) to the end of the
+tick's fan-out job (``fan-out:<schedule>``, whose row is not a child): the rows
+of a chunk share their transaction's ``created_at``, and the fan-out job ends
+when its last chunk is committed and enqueued. Its floor is a bare batched
+``INSERT`` (chunks of 1,000, one statement each) of the same rows into an empty
+copy of ``jobs`` with the same indexes, in the same run. Drain is the tick to
+its last child's ``finished_at``. Worker (and API) CPU is the processes'
+utime+stime from /proc/<pid>/stat over the tick, divided by the jobs finished
+in it. Redis is every key of the bench's database with ``MEMORY USAGE``, at the
+fullest moment (a tick's children all written, their messages queued or
+delayed) and at rest. Retention: ``gatehouse-prune`` runs at the end (its
+counts are printed), and the jobs table's steady size is derived from each job
+type's retention (``JobType.retention``, else the JOB_RETENTION_* settings)
+plus the hourly prune's interval, and the day's rows.
 
 Knobs (env): FLEET_ACCOUNTS, FLEET_ROUNDS, FLEET_SCHEDULES (comma-separated
 names; default every schedule), FLEET_TIME_SCALE, FLEET_WORKER_PROCESSES,
 FLEET_WORKER_THREADS, FLEET_IMPORTS_PER_S, FLEET_POLLS_PER_S, FLEET_IDLE_S,
-FLEET_DRAIN_TIMEOUT_S, GATEHOUSE_BENCH_REDIS_DB. The run is its drains, about
-jobs × 40 ms of worker CPU / cores. Measured on a loaded 2-core machine:
-``FLEET_ACCOUNTS=300`` (every schedule, twice) 7 minutes; ``FLEET_SCHEDULES=rnp-ads
-FLEET_ROUNDS=1`` 2.6 minutes at 3,000 accounts (so about 8 at 10,000); every
+FLEET_DRAIN_TIMEOUT_S, FLEET_SPREAD, GATEHOUSE_BENCH_REDIS_DB. The run is its drains, about
+jobs × 40 ms of worker CPU / cores, and with FLEET_SPREAD=tree at least each
+tick's window. Measured on a loaded 2-core machine: ``FLEET_ACCOUNTS=300``
+(every schedule, twice) 6 minutes; ``FLEET_SCHEDULES=rnp-ads FLEET_ROUNDS=1
+FLEET_SPREAD=tree`` 3 minutes at 3,000 accounts, 10.5 at 10,000; every
 schedule twice at 10,000 is 120,000 jobs, 40 minutes or more.
 """
 
@@ -73,7 +88,8 @@ from bench.support import (
     worker_processes,
 )
 from gatehouse.crypto import TokenCipher
-from gatehouse.schedules import DEFAULTS, Schedule
+from gatehouse.gate.vocabulary import DUE_AT_FIELD
+from gatehouse.schedules import DEFAULTS, Schedule, cadence_ms
 from gatehouse.settings import Settings
 from gatehouse.wb.limits import WB_LIMITS
 
@@ -90,6 +106,10 @@ IMPORTS_PER_S = _env("FLEET_IMPORTS_PER_S", 2)
 POLLS_PER_S = _env("FLEET_POLLS_PER_S", 20)
 IDLE_S = _env("FLEET_IDLE_S", 8)
 DRAIN_TIMEOUT_S = _env("FLEET_DRAIN_TIMEOUT_S", 1800)
+# The per-account ticks' spread: "0" (default) writes every child due at once (SCHEDULES spread_ms 0 for the
+# processes), so a drain measures the fleet's throughput; "tree" keeps each schedule's own window (the ads tick:
+# 150 s), so a drain measures the window and whether the fleet keeps up with it (jobs' start past their due).
+SPREAD = os.environ.get("FLEET_SPREAD", "0")
 # Round 1 is each account's first sync of each kind (its initial import); later rounds see data that is
 # already there, as every tick of a real day but the first does. The per-day figures use the last round.
 ROUNDS = int(_env("FLEET_ROUNDS", 2))
@@ -98,9 +118,6 @@ CHUNK = 1_000  # rows per statement of the fan-out floor
 ADMIN_TOKEN = "bench-fleet-admin"
 PERIOD = {"dateFrom": "2026-11-01", "dateTo": "2026-11-29"}
 LIVE = "('waiting', 'active', 'delayed')"
-# Retention when the tree has none (issue 25 §1 defaults; scheduled completed rows kept 1 hour: the per-type
-# override "a scheduled sync that ran fine keeps nothing for long", an assumption). Days.
-DEFAULT_RETENTION = {"completed": 7.0, "failed": 30.0, "scheduled-completed": 1 / 24}
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -326,6 +343,8 @@ class Tick:
     writes: dict[str, int] = field(default_factory=dict)  # rows inserted, updated, deleted per table
     note: str = ""
     round: int = 1
+    spread_s: float = 0.0  # the window its children are due over
+    late_s: tuple[float, float] = (float("nan"), float("nan"))  # p50, p99 of a child's start past its due
 
 
 def floor_insert(conn: psycopg.Connection, job_type: str, since: datetime) -> float:
@@ -354,7 +373,7 @@ def run_tick(
     schedule: Schedule, *, api: str, conn: psycopg.Connection, workers_pid: int, sandbox: httpx.Client,
     peak: dict,
 ) -> Tick:  # fmt: skip
-    tick = Tick(schedule)
+    tick = Tick(schedule, spread_s=(0 if SPREAD == "0" else schedule.spread) / 1000)
     expected = ACCOUNTS if schedule.per_account else 1
     name = schedule.job_type.name
     before = table_sizes(conn)
@@ -403,10 +422,22 @@ def run_tick(
     ).fetchone()
     tick.children, tick.skipped, tick.failed = n, skipped, failed
     if n:
-        tick.fan_out_s = (last - first).total_seconds()
+        # A chunk's rows share their transaction's created_at, so the last chunk ends when the fan-out job does.
+        fan_out_end = conn.execute(
+            "SELECT max(finished_at) FROM jobs WHERE type = %s AND created_at >= %s",
+            [f"fan-out:{schedule.name}", sent_at],
+        ).fetchone()[0]
+        tick.fan_out_s = ((fan_out_end or last) - first).total_seconds()
         tick.first_child_s = (first - sent_at).total_seconds()
         tick.drain_s = (done - sent_at).total_seconds() if done else float("nan")
         tick.floor_s = floor_insert(conn, name, sent_at)
+        late = conn.execute(
+            "SELECT percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY late) FROM ("
+            "  SELECT extract(epoch FROM started_at) - (payload ->> %s)::float8 / 1000 AS late FROM jobs"
+            "  WHERE type = %s AND created_at >= %s AND started_at IS NOT NULL) x",
+            [DUE_AT_FIELD, name, sent_at],
+        ).fetchone()[0]
+        tick.late_s = tuple(late) if late else tick.late_s
     log = sandbox.get("/__sandbox/log").json()
     tick.wb_calls, tick.wb_429 = len(log), sum(entry.get("status") == 429 for entry in log)
     after = table_sizes(conn)
@@ -425,36 +456,27 @@ def run_tick(
     return tick
 
 
-def retention(settings: Settings) -> tuple[dict[str, float], str]:
-    """Days each kind of finished job row is kept: the tree's settings, or the issue's defaults."""
-    fields = type(settings).model_fields
-    if "job_retention_completed" not in fields:
-        return DEFAULT_RETENTION, "no retention in this tree: the issue's defaults, assumed"
-
-    def days(value: object) -> float:
-        if isinstance(value, timedelta):
-            return value.total_seconds() / 86_400
-        if isinstance(value, int | float):
-            return value / 86_400_000  # bare milliseconds, as the _MS settings
-        units = {"s": 1, "m": 60, "h": 3_600, "d": 86_400}
-        text = str(value).strip()
-        return float(text[:-1]) * units[text[-1]] / 86_400
-
-    kept = {
-        "completed": days(settings.job_retention_completed),
-        "failed": days(settings.job_retention_failed),
-        "scheduled-completed": DEFAULT_RETENTION["scheduled-completed"],
-    }
-    return kept, "the tree's JOB_RETENTION_* settings (scheduled completed rows: 1 hour, assumed)"
+def retention(settings: Settings, schedule: Schedule) -> tuple[float, float]:
+    """Days the schedule's completed and failed job rows are kept (its job type's retention, else the
+    settings'), plus the hour maintenance:prune may take to come round; inf: kept for ever."""
+    interval = cadence_ms(next(s.cron for s in DEFAULTS if s.job_type.name == "maintenance:prune"))
+    kept = schedule.job_type.retention
+    ages = (
+        kept.age_ms("completed", settings.job_retention_completed),
+        kept.age_ms("failed", settings.job_retention_failed),
+    )
+    return tuple((age + interval) / 86_400_000 if age else float("inf") for age in ages)
 
 
 def run_prune(settings: Settings) -> str:
-    """``gatehouse-prune`` if the tree has it (its output), else why not."""
-    prune = BIN / "gatehouse-prune"
-    if not prune.exists():
-        return "no gatehouse-prune in this tree: nothing pruned"
+    """``gatehouse-prune`` at the end of the run: what retention deletes of it (its output)."""
     done = subprocess.run(
-        [str(prune)], env=process_env(settings), capture_output=True, text=True, timeout=600, cwd=REPO
+        [str(BIN / "gatehouse-prune")],
+        env=process_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
     )
     return f"gatehouse-prune (rc {done.returncode}): {(done.stdout + done.stderr).strip()[-1500:]}"
 
@@ -497,7 +519,8 @@ def main() -> list[Result]:
             name: Settings.model_fields[name].default
             for name in ("worker_idle_poll_ms", "worker_quiet_poll_ms")
         }
-        settings = base.model_copy(update={"wb_api_base_url": wb_url, **production})
+        unspread = {s.name: {"spread_ms": 0} for s in schedules if s.per_account and SPREAD == "0"}
+        settings = base.model_copy(update={"wb_api_base_url": wb_url, "schedules": unspread, **production})
         started = time.perf_counter()
         seed_accounts(settings)
         print(
@@ -548,14 +571,12 @@ def main() -> list[Result]:
         finally:
             background.stop.set()
             api.stop()
-        kept, kept_source = retention(settings)
+        kept = {s.name: retention(settings, s) for s in schedules}
     return report(ticks, day, background, idle, peak, (rest_keys, rest_bytes, families), final, kept,
-                  kept_source, pruned, live_left)  # fmt: skip
+                  pruned, live_left)  # fmt: skip
 
 
-def report(
-    ticks, day, background, idle, peak, rest, final, kept, kept_source, pruned, live_left
-) -> list[Result]:
+def report(ticks, day, background, idle, peak, rest, final, kept, pruned, live_left) -> list[Result]:
     name = "bench_fleet"
     results: list[Result] = []
     last = [t for t in ticks if t.round == ROUNDS]  # the per-day figures: data already there, as most ticks
@@ -564,7 +585,7 @@ def report(
     )
     print(
         f"{'round schedule':28} {'jobs':>7} {'to 1st':>7} {'fan-out':>8} {'floor':>7} {'ratio':>6} {'drain':>8} "
-        f"{'skip':>6} {'fail':>6} {'cpu ms/job':>10} {'WB calls':>9} {'429':>5}"
+        f"{'spread':>7} {'late p50/p99':>13} {'skip':>6} {'fail':>6} {'cpu ms/job':>10} {'WB calls':>9} {'429':>5}"
     )
     for t in ticks:
         per_account = t.schedule.per_account and t.children
@@ -573,7 +594,8 @@ def report(
         share = max(t.children, 1)
         print(
             f"{t.round} {t.schedule.name:26} {t.children:7,} {t.first_child_s:6.2f}s {t.fan_out_s:7.2f}s "
-            f"{t.floor_s:6.3f}s {ratio:6.1f} {t.drain_s:7.1f}s {t.skipped / share:6.1%} {t.failed / share:6.1%} "
+            f"{t.floor_s:6.3f}s {ratio:6.1f} {t.drain_s:7.1f}s {t.spread_s:6.0f}s {t.late_s[0]:6.1f}/{t.late_s[1]:5.1f}s "
+            f"{t.skipped / share:6.1%} {t.failed / share:6.1%} "
             f"{cpu:10.1f} {t.wb_calls:9,} {t.wb_429:5,}  {t.note}"
         )
         if per_account and t.round == ROUNDS:
@@ -586,7 +608,8 @@ def report(
             ]
     print(
         "  to 1st: the tick's send to its first child row; ratio: fan-out / floor (a bare batched INSERT of the"
-        " same rows);\n  cpu ms/job: the worker processes' utime+stime (/proc/<pid>/stat) over the tick / jobs"
+        " same rows);\n  drain: the tick's send to its last child's end; spread: the window its children are due over"
+        " (FLEET_SPREAD); late: a child's start past its due;\n  cpu ms/job: the worker processes' utime+stime (/proc/<pid>/stat) over the tick / jobs"
         " finished in it (the background's user imports included)"
     )
     total = sum(t.children for t in ticks)
@@ -673,19 +696,27 @@ def report(
         ),
     ]
 
-    # Steady state with retention (derived).
-    print(f"\nsteady state with retention ({kept_source}); {pruned}")
-    scheduled_types = sum(1 for t in last if t.schedule.per_account)
-    fail_share = failed / max(total, 1)
-    latest = ACCOUNTS * scheduled_types  # the latest finished job of each (account, type): never pruned
-    completed = job_rows_day * (1 - fail_share) * kept["scheduled-completed"]
-    failed_rows = job_rows_day * fail_share * kept["failed"]
-    steady_rows = latest + completed + failed_rows
+    # Steady state with retention (derived): per schedule, each account keeps its rows of the retention window
+    # (+ the prune's interval), and at least its latest finished run, which is never pruned.
     print(
-        f"  jobs: {latest:,.0f} latest per (account, type) + {completed:,.0f} scheduled completed "
-        f"({job_rows_day:,.0f}/day × {kept['scheduled-completed']:.3f} d) + {failed_rows:,.0f} failed "
-        f"({fail_share:.2%} × {kept['failed']:g} d) = {steady_rows:,.0f} rows ≈ {fmt_bytes(steady_rows * bytes_per_row)}"
-        f" (+ user jobs: their rate × {kept['completed']:g} d)"
+        f"\nsteady state with retention (each job type's, + 1 h for the hourly prune to come round); {pruned}"
+    )
+    steady_rows = 0.0
+    for t in last:
+        if not t.schedule.per_account or not t.children:
+            continue
+        completed_d, failed_d = kept[t.schedule.name]
+        fail = t.failed / t.children
+        per_account = day[t.schedule.name] * t.children / ACCOUNTS
+        rows = ACCOUNTS * (max(per_account * (1 - fail) * completed_d, 1) + per_account * fail * failed_d)
+        steady_rows += rows
+        print(
+            f"  {t.schedule.name:26} {rows:12,.0f} rows: {per_account:g} a day per account, completed kept "
+            f"{completed_d:.3g} d (at least the latest), {fail:.2%} failed kept {failed_d:.3g} d"
+        )
+    print(
+        f"  jobs, scheduled: {steady_rows:,.0f} rows ≈ {fmt_bytes(steady_rows * bytes_per_row)} at {bytes_per_row:.0f} B"
+        " a row (+ user jobs: their rate × their retention)"
     )
     print(
         f"  without retention: {job_rows_day:,.0f} rows/day ≈ {fmt_bytes(job_rows_day * bytes_per_row)}/day, "

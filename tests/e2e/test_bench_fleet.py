@@ -31,6 +31,8 @@ def test_bench_fleet_runs_a_tick_and_a_sweep_and_reports_every_figure(bench_stor
     out = capsys.readouterr().out
 
     assert "rnp-ads" in out and "not drained" not in out, out
+    # Retention ran on the run's database (its counts are the steady state's measured side).
+    assert "gatehouse-prune (rc 0)" in out, out
     # Every account got its ads job, measured from its row: 30 children × 288 ticks a day / 30 accounts.
     assert results["job rows per account per day"] == 288
     for figure in ("fan-out/floor, rnp-ads", "drain s, rnp-ads", "worker CPU ms/job, rnp-ads"):
