@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import psycopg
 
-from gatehouse.db import Statements
+from tests.support.job_lists import listed
 
 SEED = """
 INSERT INTO accounts (id, name) VALUES ('00000000-0000-0000-0000-00000000000a', 'a');
@@ -26,31 +26,16 @@ ANALYZE jobs;
 """
 
 
-def captured_sql(gh, monkeypatch, **filters) -> tuple[str, dict, list]:
-    """The statement the job store runs for this list, its parameters, and its rows."""
-    seen = []
-    real = Statements.all
-
-    def spy(self, sql, params, row):
-        seen.append((sql, params))
-        return real(self, sql, params, row)
-
-    monkeypatch.setattr(Statements, "all", spy)
-    rows = gh.jobs.list_jobs(**filters)
-    ((sql, params),) = seen
-    return sql, params, rows
-
-
 def test_the_failed_jobs_page_reads_only_failed_rows_newest_first(gh, settings, monkeypatch):
     with psycopg.connect(settings.libpq_url, autocommit=True) as conn:
         for statement in SEED.split(";\n"):
             if statement.strip():
                 conn.execute(statement)
 
-        sql, params, rows = captured_sql(gh, monkeypatch, state="failed", limit=50)
+        sql, params, rows = listed(gh, monkeypatch, state="failed", limit=50)
         plan = "\n".join(r[0] for r in conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params))
         after = (rows[-1].created_at, rows[-1].id)
-        sql2, params2, second = captured_sql(gh, monkeypatch, state="failed", limit=50, before=after)
+        sql2, params2, second = listed(gh, monkeypatch, state="failed", limit=50, before=after)
         plan2 = "\n".join(r[0] for r in conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql2, params2))
 
     assert [r.state for r in rows] == ["failed"] * 50

@@ -21,10 +21,10 @@ import pytest
 
 from gatehouse import hot, operations
 from gatehouse.accounts import Accounts
-from gatehouse.db import Statements
 from gatehouse.gate import owner
 from gatehouse.wb.pauses import TTL_MS
 from gatehouse_api.resources.gates import GateViews
+from tests.support.job_lists import listed
 
 ASK = {"tier": "user", "lease_ms": 60_000, "wanted_ttl_ms": 60_000, "waiting_ttl_ms": 60_000}
 
@@ -54,22 +54,6 @@ def seeded(gh, settings):
             if statement.strip():
                 conn.execute(statement)
         yield conn
-
-
-def listed(gh, monkeypatch, **filters) -> tuple[str, dict, list]:
-    """The statement the job store runs for this list, its parameters, and its rows."""
-    seen = []
-    real = Statements.all
-
-    def spy(self, sql, params, row):
-        seen.append((sql, params))
-        return real(self, sql, params, row)
-
-    monkeypatch.setattr(Statements, "all", spy)
-    rows = gh.jobs.list_jobs(**filters)
-    monkeypatch.undo()
-    ((sql, params),) = seen
-    return sql, params, rows
 
 
 def views(gh) -> GateViews:
