@@ -19,12 +19,11 @@ import uuid
 import psycopg
 from falcon import testing
 
-from bench.support import Result, bench_settings
+from bench.support import Result, bench_settings, console_cookie
 from gatehouse.composition import bootstrap
 from gatehouse.gate import owner
 from gatehouse.job_types import REGISTRY
 from gatehouse_api.app import create_app
-from gatehouse_api.console.session import COOKIE
 
 ACCOUNTS = 1_000
 JOBS = 100_000
@@ -154,12 +153,7 @@ def main() -> list[Result]:
             seed(settings, gh)
             print(f"seeded {JOBS:,} jobs, {ACCOUNTS:,} accounts in {time.perf_counter() - started:.1f} s")
             client = testing.TestClient(create_app(gh))
-            login = client.simulate_post(
-                "/console/login",
-                body=f"token={ADMIN_TOKEN}",
-                headers={"Content-Type": "application/x-www-form-urlencoded"},
-            )
-            cookie = {"Cookie": f"{COOKIE}={login.cookies[COOKIE].value}"}
+            cookie = console_cookie(client, ADMIN_TOKEN)
             print(f"{'page':28} {'median ms':>10} {'p95 ms':>8} {'budget/p95':>11}")
             worst, missing = 0.0, []
             for name, url in pages(settings).items():

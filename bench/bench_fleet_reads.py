@@ -31,12 +31,11 @@ import uuid
 import psycopg
 from falcon import testing
 
-from bench.support import BENCH_REDIS_DB, Result, bench_settings, percentile
+from bench.support import BENCH_REDIS_DB, Result, bench_settings, console_cookie, percentile
 from gatehouse.composition import bootstrap
 from gatehouse.job_types import REGISTRY
 from gatehouse.schedules import DEFAULTS
 from gatehouse_api.app import create_app
-from gatehouse_api.console.session import COOKIE
 
 ACCOUNTS = int(os.environ.get("READS_ACCOUNTS", 100_000))
 PROBES = 200  # accounts the probes read; the baseline holds only their rows
@@ -169,12 +168,7 @@ def main() -> list[Result]:
                 fill(conn, 0, PROBES)
                 conn.execute("VACUUM ANALYZE")
                 client = testing.TestClient(create_app(gh))
-                login = client.simulate_post(
-                    "/console/login",
-                    body=f"token={ADMIN_TOKEN}",
-                    headers={"Content-Type": "application/x-www-form-urlencoded"},
-                )
-                cookie = {"Cookie": f"{COOKIE}={login.cookies[COOKIE].value}"}
+                cookie = console_cookie(client, ADMIN_TOKEN)
                 urls = probes(conn)
                 empty = measure(client, conn, urls, cookie, count_scans=False)
                 started = time.perf_counter()

@@ -238,3 +238,15 @@ def send_pipelined(gh, queue: str, messages: list[JobMessage]) -> float:
     start = time.time()
     pipe.execute()
     return start
+
+
+def console_cookie(client, token: str) -> dict[str, str]:
+    """The header of a console session signed in with ``token`` on a falcon test ``client``."""
+    from gatehouse_api.console.session import COOKIE
+
+    login = client.simulate_post(
+        "/console/login",
+        body=f"token={token}",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    return {"Cookie": f"{COOKIE}={login.cookies[COOKIE].value}"}
