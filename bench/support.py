@@ -74,6 +74,8 @@ def bench_settings(*, redis_db: int = BENCH_REDIS_DB, **overrides: object) -> It
         worker_idle_poll_ms=20,
         worker_quiet_poll_ms=20,
         token_encryption_key=generate_key(),
+        console_secret=uuid.uuid4().hex,
+        session_cookie_secure=False,
         **overrides,
     )
     engine = make_engine(settings, bounded_waits=False)

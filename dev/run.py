@@ -107,6 +107,7 @@ SHARED_SETTINGS = (
     "DATABASE_URL",
     "REDIS_URL",
     "ADMIN_TOKEN",
+    "CONSOLE_SECRET",
     "TOKEN_ENCRYPTION_KEY",
     "WB_API_BASE_URL",
     "SMTP_URL",
@@ -180,7 +181,12 @@ def main() -> int:
     env["ADMIN_TOKEN"] = kept_secret(
         var / "admin-token", settings.admin_token, lambda: secrets.token_urlsafe(24)
     )
+    env["CONSOLE_SECRET"] = kept_secret(
+        var / "console-secret", settings.console_secret, lambda: secrets.token_urlsafe(32)
+    )
     env["TOKEN_ENCRYPTION_KEY"] = kept_secret(var / "token-key", settings.token_encryption_key, generate_key)
+    # The console is served over plain http here: a Secure cookie would never come back.
+    env.setdefault("SESSION_COOKIE_SECURE", "false")
     env.setdefault("BACKEND_ROLE", "all")
     # A webhook receiver on this machine (a developer's own) is allowed here, and only here.
     env.setdefault("WEBHOOK_ALLOWED_HOSTS", "127.0.0.1,::1,localhost")

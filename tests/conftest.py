@@ -54,6 +54,7 @@ FAST = dict(
     broker_maintenance_chance=100_000,
 )
 ADMIN_TOKEN = "test-admin-token"
+CONSOLE_SECRET = "test-console-secret"
 TOKEN_KEY = "q4uJHOU5SmbaEwcXmJ6NyajP8mZTD55dLIb592WKtPo="  # a Fernet key for tests only
 
 
@@ -169,6 +170,8 @@ def settings(database_url: str, redis_url: str) -> Settings:
         database_url=database_url,
         redis_url=redis_url,
         admin_token=ADMIN_TOKEN,
+        console_secret=CONSOLE_SECRET,
+        session_cookie_secure=False,
         token_encryption_key=TOKEN_KEY,
         **FAST,
     )
@@ -206,6 +209,9 @@ def base_process_env(database_url: str, redis_url: str) -> dict[str, str]:
         "LOG_LEVEL": "INFO",
         "API_WORKERS": "1",  # a test that needs more (a state shared by workers) asks for them
         "ADMIN_TOKEN": ADMIN_TOKEN,
+        "CONSOLE_SECRET": CONSOLE_SECRET,
+        # The console over plain http on loopback: a Secure cookie would never be sent back.
+        "SESSION_COOKIE_SECURE": "false",
         "TOKEN_ENCRYPTION_KEY": TOKEN_KEY,
     }
     env.update({name.upper(): str(value) for name, value in FAST.items()})

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import re
-import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,6 +15,7 @@ from gatehouse.audit import ADMIN_ACTOR
 from gatehouse.crypto import TokenCipher
 from gatehouse.db import Statements
 from gatehouse.errors import ConfigurationError, NotFound
+from gatehouse.keys import LIVE, STALE, KeyRecord, KeyTable, Touched, sha256, split
 from gatehouse.models import Account
 from gatehouse.paging import newest_first
 from gatehouse.users import USER_KEY_PREFIX, Users
@@ -55,17 +54,22 @@ ADMIN = Principal(admin=True)
 
 ACCOUNT_COLUMNS = ", ".join(Account.__table__.columns.keys())
 SQL_ACCOUNT = f"SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE id = %(id)s"
-SQL_KEY = "SELECT account_id, secret_sha256 FROM api_keys WHERE id = %(id)s"
+SQL_KEY = f"SELECT account_id, secret_sha256, {STALE} AS stale FROM api_keys WHERE id = %(id)s AND {LIVE}"
+KEYS = KeyTable(
+    "api_keys",
+    entity="account_key",
+    owner_column="account_id",
+    owner="accounts",
+    owner_live="true",
+    prefix=KEY_PREFIX,
+)
 
 
 @dataclass(frozen=True)
 class _Key:
     account_id: uuid.UUID
     secret_sha256: str
-
-
-def _sha256(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
+    stale: bool
 
 
 @dataclass(frozen=True)
@@ -156,19 +160,24 @@ class Accounts:
         with self.engine.connect() as conn:
             return [AccountListing(*row) for row in conn.execute(text(sql), params)]
 
-    def issue_key(self, tx: Tx, account_id: uuid.UUID) -> str:
+    def issue_key(
+        self, tx: Tx, account_id: uuid.UUID, *, expires_at: datetime | None = None, actor: str
+    ) -> str:
         """A new account-scoped key; only its hash is kept, so this is the one time it is seen."""
-        key_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
-        inserted = tx.conn.execute(
-            text(
-                "INSERT INTO api_keys (id, account_id, secret_sha256) "
-                "SELECT :id, a.id, :sha FROM accounts a WHERE a.id = :account"
-            ),
-            {"id": key_id, "account": account_id, "sha": _sha256(secret)},
-        ).rowcount
-        if not inserted:
+        issued = KEYS.issue(tx, account_id, expires_at=expires_at, actor=actor)
+        if issued is None:
             raise NotFound(f"account {account_id} not found")
-        return f"{KEY_PREFIX}{key_id}_{secret}"
+        return issued[1]
+
+    def keys(self, account_id: uuid.UUID) -> list[KeyRecord]:
+        """The account's keys (NotFound for an unknown account)."""
+        self.get(account_id)
+        with self.engine.connect() as conn:
+            return KEYS.listed(conn, account_id)
+
+    def revoke_key(self, tx: Tx, account_id: uuid.UUID, key_id: str, *, actor: str) -> None:
+        if not KEYS.revoke(tx, account_id, key_id, actor=actor):
+            raise NotFound(f"key {key_id} of account {account_id} not found")
 
     def authenticate(self, token: str) -> Principal | None:
         if self._admin_token and hmac.compare_digest(token.encode(), self._admin_token.encode()):
@@ -176,11 +185,15 @@ class Accounts:
         if token.startswith(USER_KEY_PREFIX):
             user = self._users.authenticate(token)
             return None if user is None else Principal(admin=user.role == "admin", user_id=user.id)
-        if not token.startswith(KEY_PREFIX):
+        parts = split(token, KEY_PREFIX)
+        if parts is None:
             return None
-        key_id, _, secret = token[len(KEY_PREFIX) :].partition("_")
-        # Every account-key request pays this: one prepared statement, no model layer.
+        key_id, secret = parts
+        # Every account-key request pays this: one prepared statement, no model layer; and, once
+        # a minute per key, a second one that writes when it was last used.
         key = self._statements.one(SQL_KEY, {"id": key_id}, _Key)
-        if key is None or not hmac.compare_digest(key.secret_sha256, _sha256(secret)):
+        if key is None or not hmac.compare_digest(key.secret_sha256, sha256(secret)):
             return None
+        if key.stale:
+            self._statements.one(KEYS.touch_sql, {"id": key_id}, Touched)
         return Principal(account_id=key.account_id)

@@ -1,5 +1,6 @@
 """The core's use cases: the job runtime's (submit, retry and cancel a job, reconcile, requeue the
-runs of the dead), accounts' and staff users' (create them, issue their keys), and modules' switches.
+runs of the dead), accounts' and staff users' (create them, issue and revoke their keys, remove a
+user), and modules' switches.
 
 Handlers are one small class per domain (this module for the core,
 ``<domain>/handlers.py`` for the others), built once by the composition root
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from datetime import datetime
 from typing import Any
 
 from redis import RedisError
@@ -137,7 +139,8 @@ class JobHandlers:
 
 
 class AccountHandlers:
-    """Seller accounts and staff users: create them, issue their API keys (each key shown once)."""
+    """Seller accounts and staff users: create them, issue and revoke their API keys (each key shown
+    once), remove a user. Each key change and removal writes its audit row in its transaction."""
 
     def __init__(self, uow: UnitOfWork, accounts: Accounts, users: Users) -> None:
         self.uow, self.accounts, self.users = uow, accounts, users
@@ -147,20 +150,37 @@ class AccountHandlers:
         with self.uow.begin() as tx:
             return self.accounts.create(tx, name, wb_token)
 
-    def issue_account_key(self, account_id: uuid.UUID) -> str:
-        """Raises NotFound for an unknown account."""
+    def issue_account_key(
+        self, account_id: uuid.UUID, *, expires_at: datetime | None = None, actor: str
+    ) -> str:
+        """Raises NotFound for an unknown account, ValidationFailed for an ``expires_at`` not ahead."""
         with self.uow.begin() as tx:
-            return self.accounts.issue_key(tx, account_id)
+            return self.accounts.issue_key(tx, account_id, expires_at=expires_at, actor=actor)
+
+    def revoke_account_key(self, account_id: uuid.UUID, key_id: str, *, actor: str) -> None:
+        """The key fails from the next request on; NotFound if the account has no such key."""
+        with self.uow.begin() as tx:
+            self.accounts.revoke_key(tx, account_id, key_id, actor=actor)
 
     def create_user(self, email: str, name: str, role: str = "admin") -> UserRecord:
         """Raises ValidationFailed (role, email, name), or Conflict when the e-mail is taken."""
         with self.uow.begin() as tx:
             return self.users.create(tx, email, name, role)
 
-    def issue_user_key(self, user_id: uuid.UUID) -> str:
-        """Raises NotFound for an unknown user."""
+    def issue_user_key(self, user_id: uuid.UUID, *, expires_at: datetime | None = None, actor: str) -> str:
+        """Raises NotFound for an unknown or removed user, ValidationFailed for an ``expires_at`` not ahead."""
         with self.uow.begin() as tx:
-            return self.users.issue_key(tx, user_id)
+            return self.users.issue_key(tx, user_id, expires_at=expires_at, actor=actor)
+
+    def revoke_user_key(self, user_id: uuid.UUID, key_id: str, *, actor: str) -> None:
+        """The key fails from the next request on, and its console sessions end."""
+        with self.uow.begin() as tx:
+            self.users.revoke_key(tx, user_id, key_id, actor=actor)
+
+    def remove_user(self, user_id: uuid.UUID, *, actor: str) -> None:
+        """Every key of the user is revoked; the user's row and audit rows stay. NotFound if unknown."""
+        with self.uow.begin() as tx:
+            self.users.remove(tx, user_id, actor=actor)
 
 
 class ModuleHandlers:

@@ -53,6 +53,10 @@ class ApiKey(SQLModel, table=True):
     account_id: uuid.UUID = Field(foreign_key="accounts.id", ondelete="CASCADE", index=True)
     secret_sha256: str
     created_at: datetime = _tz(nullable=False, server_default=text("now()"))
+    # Past it the key answers 401; None: it never expires.
+    expires_at: datetime | None = _tz(nullable=True)
+    # Updated at most once a minute (gatehouse.accounts.TOUCH_EVERY), not on every request.
+    last_used_at: datetime | None = _tz(nullable=True)
 
 
 class Job(SQLModel, table=True):

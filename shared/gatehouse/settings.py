@@ -286,6 +286,11 @@ class Settings(BaseSettings):
                     "it is the bearer token of the admin API (any long random string). "
                     'Make one with: python -c "import secrets; print(secrets.token_urlsafe(32))"'
                 ),
+                "console_secret": (
+                    "it keys the console's sessions and CSRF tokens, the same in every API replica "
+                    '(any long random string). Make one with: python -c "import secrets; '
+                    'print(secrets.token_urlsafe(32))" (`make run` keeps one in var/console-secret).'
+                ),
             }.get(field, "")
             raise ConfigurationError(f"{field.upper()} is not set{': ' + what if what else '.'}")
         return value
@@ -339,12 +344,16 @@ class Settings(BaseSettings):
     # so a run and its bookkeeping serve the batch; the undelivered are retried together.
     webhook_batch_size: int = Field(default=50, ge=1)
 
-    # The operations console (/console, served by the API). Its session cookie is
-    # signed with CONSOLE_SECRET, or, unset, with a key derived from ADMIN_TOKEN
-    # (every API replica derives the same one; changing the token ends every session).
+    # The operations console (/console, served by the API). Its sessions live in Redis; CONSOLE_SECRET
+    # (required by gatehouse-api; `make run` keeps one) keys their names there and their CSRF tokens.
+    # Every API replica needs the same one; a new one ends every session.
     console_secret: SecretStr | None = None
-    # A console login lasts this long; then the operator signs in again.
-    console_session_ms: int = 28_800_000
+    # A console session ends after this long without a request, and this long after its sign-in at most.
+    console_idle_timeout_ms: int = Field(default=1_800_000, gt=0)
+    console_session_ms: int = Field(default=28_800_000, gt=0)
+    # The session cookie's Secure flag: true (the browser sends it over https only) unless the console
+    # is served over plain http (`make run`, tests on loopback).
+    session_cookie_secure: bool = True
     # Live numbers on console pages refresh this often.
     console_refresh_ms: int = 3_000
 

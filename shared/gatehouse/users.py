@@ -8,20 +8,20 @@ creates users and issues their keys.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import re
-import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import CheckConstraint, Column, DateTime, Engine, UniqueConstraint, text
+from sqlalchemy import CheckConstraint, Column, DateTime, Engine, Index, text
 from sqlmodel import Field, SQLModel
 
+from gatehouse import audit
 from gatehouse.db import one_or_404
 from gatehouse.errors import Conflict, NotFound, ValidationFailed
+from gatehouse.keys import LIVE, STALE, KeyRecord, KeyTable, sha256, split
 
 if TYPE_CHECKING:
     from gatehouse.uow import Tx
@@ -39,7 +39,8 @@ class User(SQLModel, table=True):
 
     __tablename__ = "users"
     __table_args__ = (
-        UniqueConstraint("email", name="users_email_key"),
+        # A removed user's e-mail is free for a new user.
+        Index("users_email_key", "email", unique=True, postgresql_where=text("removed_at IS NULL")),
         CheckConstraint(f"role IN ('{ROLES[0]}')", name="users_role_valid"),
     )
 
@@ -50,6 +51,8 @@ class User(SQLModel, table=True):
     created_at: datetime = Field(
         sa_column=Column(DateTime(timezone=True), nullable=False, server_default=text("now()"))
     )
+    # Removed (DELETE /v1/admin/users/{id}): its keys are gone, the row stays for the audit rows.
+    removed_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True), nullable=True))
 
 
 class UserKey(SQLModel, table=True):
@@ -63,6 +66,10 @@ class UserKey(SQLModel, table=True):
     created_at: datetime = Field(
         sa_column=Column(DateTime(timezone=True), nullable=False, server_default=text("now()"))
     )
+    expires_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True), nullable=True))
+    last_used_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
 
 
 @dataclass(frozen=True)
@@ -74,10 +81,6 @@ class UserRecord:
     created_at: datetime
 
 
-def _sha256(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
-
-
 def normalize_email(email: str) -> str:
     email = email.strip().lower()
     if len(email) > EMAIL_MAX or not re.fullmatch(EMAIL_PATTERN, email):
@@ -86,6 +89,15 @@ def normalize_email(email: str) -> str:
 
 
 COLUMNS = "id, email, name, role, created_at"
+_U_COLUMNS = ", ".join(f"u.{c}" for c in COLUMNS.split(", "))
+KEYS = KeyTable(
+    "user_api_keys",
+    entity="user_key",
+    owner_column="user_id",
+    owner="users",
+    owner_live="o.removed_at IS NULL",
+    prefix=USER_KEY_PREFIX,
+)
 
 
 class Users:
@@ -101,7 +113,7 @@ class Users:
         row = tx.conn.execute(
             text(
                 "INSERT INTO users (id, email, name, role) VALUES (:id, :email, :name, :role) "
-                f"ON CONFLICT (email) DO NOTHING RETURNING {COLUMNS}"
+                f"ON CONFLICT (email) WHERE removed_at IS NULL DO NOTHING RETURNING {COLUMNS}"
             ),
             {"id": uuid.uuid4(), "email": email, "name": name, "role": role},
         ).one_or_none()
@@ -110,54 +122,92 @@ class Users:
         return UserRecord(*row)
 
     def get(self, user_id: uuid.UUID) -> UserRecord:
+        """A user not removed, or NotFound."""
         with self.engine.connect() as conn:
             return UserRecord(
                 *one_or_404(
                     conn,
-                    text(f"SELECT {COLUMNS} FROM users WHERE id = :id"),
+                    text(f"SELECT {COLUMNS} FROM users WHERE id = :id AND removed_at IS NULL"),
                     {"id": user_id},
                     f"user {user_id}",
                 )
             )
 
-    def issue_key(self, tx: Tx, user_id: uuid.UUID) -> str:
+    def page(self) -> list[UserRecord]:
+        """Every user not removed, by e-mail (staff users are a handful)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(text(f"SELECT {COLUMNS} FROM users WHERE removed_at IS NULL ORDER BY email"))
+            return [UserRecord(*row) for row in rows]
+
+    def issue_key(
+        self, tx: Tx, user_id: uuid.UUID, *, expires_at: datetime | None = None, actor: str
+    ) -> str:
         """A new key of this user; only its hash is kept, so this is the one time it is seen."""
-        key_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
-        inserted = tx.conn.execute(
-            text(
-                "INSERT INTO user_api_keys (id, user_id, secret_sha256) "
-                "SELECT :id, u.id, :sha FROM users u WHERE u.id = :user_id"
-            ),
-            {"id": key_id, "user_id": user_id, "sha": _sha256(secret)},
-        ).rowcount
-        if not inserted:
+        issued = KEYS.issue(tx, user_id, expires_at=expires_at, actor=actor)
+        if issued is None:
             raise NotFound(f"user {user_id} not found")
-        return f"{USER_KEY_PREFIX}{key_id}_{secret}"
+        return issued[1]
+
+    def keys(self, user_id: uuid.UUID) -> list[KeyRecord]:
+        """The user's keys (NotFound for an unknown or removed user)."""
+        self.get(user_id)
+        with self.engine.connect() as conn:
+            return KEYS.listed(conn, user_id)
+
+    def revoke_key(self, tx: Tx, user_id: uuid.UUID, key_id: str, *, actor: str) -> None:
+        if not KEYS.revoke(tx, user_id, key_id, actor=actor):
+            raise NotFound(f"key {key_id} of user {user_id} not found")
+
+    def remove(self, tx: Tx, user_id: uuid.UUID, *, actor: str) -> None:
+        """Mark the user removed and revoke every key of theirs; their audit rows stay, naming them."""
+        row = tx.conn.execute(
+            text(
+                "UPDATE users SET removed_at = now() WHERE id = :id AND removed_at IS NULL "
+                "RETURNING email, name"
+            ),
+            {"id": user_id},
+        ).one_or_none()
+        if row is None:
+            raise NotFound(f"user {user_id} not found")
+        revoked = KEYS.revoke(tx, user_id, None, actor=actor)
+        audit.record(
+            tx.conn,
+            actor=actor,
+            action="user.remove",
+            entity="user",
+            entity_id=str(user_id),
+            before={"email": row.email, "name": row.name},
+            after={"removed": True, "revokedKeys": [k.id for k in revoked]},
+        )
 
     def authenticate(self, token: str) -> UserRecord | None:
-        """The user a ``ghu_`` key belongs to, or None when it is not a valid key."""
-        if not token.startswith(USER_KEY_PREFIX):
+        """The user a live ``ghu_`` key belongs to, or None when it is not one."""
+        parts = split(token, USER_KEY_PREFIX)
+        if parts is None:
             return None
-        key_id, _, secret = token[len(USER_KEY_PREFIX) :].partition("_")
+        key_id, secret = parts
         with self.engine.connect() as conn:
             row = conn.execute(
                 text(
-                    "SELECT k.secret_sha256, u.id, u.email, u.name, u.role, u.created_at "
-                    "FROM user_api_keys k JOIN users u ON u.id = k.user_id WHERE k.id = :id"
+                    f"SELECT k.secret_sha256, {STALE}, {_U_COLUMNS} FROM user_api_keys k "
+                    f"JOIN users u ON u.id = k.user_id WHERE k.id = :id AND {LIVE} AND u.removed_at IS NULL"
                 ),
                 {"id": key_id},
             ).one_or_none()
-        if row is None or not hmac.compare_digest(row[0], _sha256(secret)):
-            return None
-        return UserRecord(*row[1:])
+            if row is None or not hmac.compare_digest(row[0], sha256(secret)):
+                return None
+            if row[1]:
+                KEYS.touch(conn, key_id)
+                conn.commit()
+        return UserRecord(*row[2:])
 
     def key_owner(self, key_id: str) -> UserRecord | None:
-        """The user of key ``key_id`` while the key exists (a console session ends with its key)."""
+        """The user of key ``key_id`` while the key is live (a console session ends with its key)."""
         with self.engine.connect() as conn:
             row = conn.execute(
                 text(
-                    f"SELECT {', '.join('u.' + c for c in COLUMNS.split(', '))} FROM user_api_keys k "
-                    "JOIN users u ON u.id = k.user_id WHERE k.id = :id"
+                    f"SELECT {_U_COLUMNS} FROM user_api_keys k JOIN users u ON u.id = k.user_id "
+                    f"WHERE k.id = :id AND {LIVE} AND u.removed_at IS NULL"
                 ),
                 {"id": key_id},
             ).one_or_none()
@@ -166,4 +216,5 @@ class Users:
     @staticmethod
     def key_id(token: str) -> str | None:
         """The id part of a ``ghu_<id>_<secret>`` key."""
-        return token[len(USER_KEY_PREFIX) :].partition("_")[0] if token.startswith(USER_KEY_PREFIX) else None
+        parts = split(token, USER_KEY_PREFIX)
+        return None if parts is None else parts[0]

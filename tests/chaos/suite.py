@@ -49,6 +49,7 @@ from tests.support.processes import REPO, Proc, Processes, free_port, redis_bina
 from tests.support.wb_sandbox import RunningSandbox, running_sandbox, scaled_limits
 
 ADMIN_TOKEN = "chaos-admin-token"
+CONSOLE_SECRET = "chaos-console-secret"
 TOKEN_KEY = "q4uJHOU5SmbaEwcXmJ6NyajP8mZTD55dLIb592WKtPo="  # a Fernet key for tests only
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 SCALE = 100  # WB's limits 100 times faster (the sandbox and our buckets alike)
@@ -343,6 +344,7 @@ class Chaos:
             "LOG_LEVEL": "INFO",
             "API_WORKERS": "2",
             "ADMIN_TOKEN": ADMIN_TOKEN,
+            "CONSOLE_SECRET": CONSOLE_SECRET,
             "TOKEN_ENCRYPTION_KEY": TOKEN_KEY,
             "WB_API_BASE_URL": self.sandbox.url,
             "WB_REPORT_PAGE_ROWS": "40",

@@ -25,7 +25,15 @@ import pytest
 
 from dev import images as builder
 from gatehouse.catalog import NewProduct, Price
-from tests.conftest import ADMIN_TOKEN, IN_CI, TOKEN_KEY, _libpq, missing_tool, with_database
+from tests.conftest import (
+    ADMIN_TOKEN,
+    CONSOLE_SECRET,
+    IN_CI,
+    TOKEN_KEY,
+    _libpq,
+    missing_tool,
+    with_database,
+)
 from tests.deploy.manifests import Rendered
 from tests.support.processes import Proc, free_port, wait_until
 
@@ -93,6 +101,7 @@ def stores(settings) -> dict[str, str]:
         "DATABASE_URL": settings.database_url,
         "REDIS_URL": settings.redis_url,
         "ADMIN_TOKEN": ADMIN_TOKEN,
+        "CONSOLE_SECRET": CONSOLE_SECRET,
         "TOKEN_ENCRYPTION_KEY": TOKEN_KEY,
         "LOG_LEVEL": "INFO",
     }

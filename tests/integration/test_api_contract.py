@@ -145,7 +145,7 @@ def test_keys_are_stored_hashed(client, sql):
     account = create_account(client)
     key = key_for(client, account)["Authorization"].removeprefix("Bearer ")
     [(stored,)] = sql("SELECT secret_sha256 FROM api_keys")
-    assert key.rsplit("_", 1)[1] not in stored
+    assert key.split("_", 2)[2] not in stored  # the secret may hold "_" itself
     assert_problem(
         client.simulate_get(f"/v1/accounts/{account}", headers={"Authorization": f"Bearer {key}x"}),
         401,

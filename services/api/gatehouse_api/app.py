@@ -62,11 +62,15 @@ def create_app(c: Components) -> falcon.App:
         Sessions(
             c.accounts,
             c.users,
+            c.redis,
+            prefix=s.broker_namespace,
             admin_token=s.admin_token.get_secret_value() if s.admin_token else None,
             console_secret=s.console_secret.get_secret_value() if s.console_secret else None,
+            idle_ms=s.console_idle_timeout_ms,
             session_ms=s.console_session_ms,
         ),
         refresh_ms=s.console_refresh_ms,
+        secure_cookie=s.session_cookie_secure,
     )
     # The console signs in with a cookie (its own guard); everything else with a bearer token.
     authenticate = Authenticate(c.accounts)
@@ -91,7 +95,8 @@ def create_app(c: Components) -> falcon.App:
         "/openapi.json": OpenApi(),
         "/v1/accounts": accounts.Accounts(c.account_handlers, **body),
         "/v1/accounts/{account_id:uuid}": accounts.Account(c.accounts),
-        "/v1/accounts/{account_id:uuid}/keys": accounts.AccountKeys(c.account_handlers),
+        "/v1/accounts/{account_id:uuid}/keys": accounts.AccountKeys(c.account_handlers, c.accounts, **body),
+        "/v1/accounts/{account_id:uuid}/keys/{key_id}": accounts.AccountKey(c.account_handlers),
         "/v1/accounts/{account_id:uuid}/digitization/imports": jobs.DigitizationImports(**create),
         "/v1/accounts/{account_id:uuid}/autobidder/sync": jobs.AutobidderSync(**create),
         "/v1/accounts/{account_id:uuid}/jobs": jobs.AccountJobs(jobs_read, c.accounts),
@@ -107,7 +112,9 @@ def create_app(c: Components) -> falcon.App:
         "/v1/admin/modules": modules.Modules(c.modules),
         "/v1/admin/modules/{name}": modules.Module(c.module_handlers, **body),
         "/v1/admin/users": users.Users(c.account_handlers, **body),
-        "/v1/admin/users/{user_id:uuid}/keys": users.UserKeys(c.account_handlers),
+        "/v1/admin/users/{user_id:uuid}": users.User(c.account_handlers),
+        "/v1/admin/users/{user_id:uuid}/keys": users.UserKeys(c.account_handlers, c.users, **body),
+        "/v1/admin/users/{user_id:uuid}/keys/{key_id}": users.UserKey(c.account_handlers),
         "/v1/admin/catalog/products": catalog.Products(*catalog_parts, **body),
         "/v1/admin/catalog/products/batch": catalog.ProductsBatch(
             *catalog_parts, max_body_bytes=s.catalog_batch_max_body_bytes

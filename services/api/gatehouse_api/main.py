@@ -46,7 +46,7 @@ def main() -> None:
                 ) from None
             worker()
             return
-        for needed in ("database_url", "redis_url", "token_encryption_key"):
+        for needed in ("database_url", "redis_url", "token_encryption_key", "console_secret"):
             settings.require(needed)
         if settings.backend_role == "all" and importlib.util.find_spec("gatehouse_worker") is None:
             raise ConfigurationError(

@@ -78,8 +78,29 @@ class AccountView(Reply):
     createdAt: datetime
 
 
+class IssueKey(Body):
+    """The body may be empty or ``{}``: a key that never expires."""
+
+    expiresAt: AwareDatetime | None = Field(
+        default=None, description="past this instant the key answers 401; must be ahead, with its offset"
+    )
+
+
 class KeyCreated(Reply):
     key: str = Field(description="shown once; stored only as a hash")
+
+
+class KeyView(Reply):
+    """A key as listed: never its secret."""
+
+    keyId: str = Field(description="the <id> of ghk_<id>_… or ghu_<id>_…")
+    createdAt: datetime
+    lastUsedAt: datetime | None = Field(description="to within a minute; null if never used")
+    expiresAt: datetime | None = Field(description="null: it never expires")
+
+
+class KeyList(Reply):
+    items: list[KeyView] = Field(description="every key not revoked, newest first (expired ones too)")
 
 
 class JobAccepted(Reply):

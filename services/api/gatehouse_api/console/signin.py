@@ -34,13 +34,13 @@ class Login(Page):
             )
             self.console.render(req, resp, "login.html", next=_next(fields.get("next")), error=error)
             return
-        cookie, _ = opened
+        sid, _ = opened
         resp.set_cookie(
             COOKIE,
-            cookie,
-            max_age=int(self.console.sessions.max_age_s),
+            sid,
+            max_age=self.console.sessions.session_ms // 1000,
             path=PREFIX,
-            secure=req.forwarded_scheme == "https",
+            secure=self.console.secure_cookie,
             http_only=True,
             same_site="Strict",
         )
@@ -49,6 +49,7 @@ class Login(Page):
 
 class Logout(Page):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        self.console.sessions.close(req.context.console.sid)
         resp.unset_cookie(COOKIE, path=PREFIX, same_site="Strict")
         back(resp, f"{PREFIX}/login")
 

@@ -98,9 +98,11 @@ def _ms(value: int | None) -> str:
 class Console:
     """The console's shared pieces, built once by ``routes`` and handed to every page."""
 
-    def __init__(self, sessions: Sessions, *, refresh_ms: int) -> None:
+    def __init__(self, sessions: Sessions, *, refresh_ms: int, secure_cookie: bool) -> None:
         self.sessions = sessions
         self.refresh_ms = refresh_ms
+        # SESSION_COOKIE_SECURE: a setting, never a request header a client could send.
+        self.secure_cookie = secure_cookie
         self.templates = Environment(
             loader=PackageLoader("gatehouse_api.console", "templates"),
             autoescape=True,  # every value is text unless a template says otherwise (none does)

@@ -8,10 +8,29 @@ import falcon
 
 from gatehouse.accounts import Accounts as AccountStore
 from gatehouse.handlers import AccountHandlers
-from gatehouse_api.auth import require_account, require_admin
+from gatehouse.keys import KeyRecord
+from gatehouse_api.auth import principal, require_account, require_admin
 from gatehouse_api.body import read_json
 from gatehouse_api.openapi import contract
-from gatehouse_api.schemas import AccountCreated, AccountView, CreateAccount, KeyCreated
+from gatehouse_api.schemas import (
+    AccountCreated,
+    AccountView,
+    CreateAccount,
+    IssueKey,
+    KeyCreated,
+    KeyList,
+    KeyView,
+)
+
+
+def key_list(keys: list[KeyRecord]) -> dict:
+    """The answer of a keys list (account or staff user): what a key is, never its secret."""
+    return KeyList(
+        items=[
+            KeyView(keyId=k.id, createdAt=k.created_at, lastUsedAt=k.last_used_at, expiresAt=k.expires_at)
+            for k in keys
+        ]
+    ).model_dump(mode="json")
 
 
 class Accounts:
@@ -47,13 +66,42 @@ class Account:
 
 
 class AccountKeys:
+    def __init__(self, handlers: AccountHandlers, accounts: AccountStore, *, max_body_bytes: int) -> None:
+        self.handlers, self.accounts, self.max_body_bytes = handlers, accounts, max_body_bytes
+
+    @contract(
+        "Issue an account-scoped API key (admin)",
+        (201, KeyCreated, "the key, shown once"),
+        (400, 401, 403, 404, 413, 415, 422),
+        body=(IssueKey, False),
+    )
+    def on_post(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
+        require_admin(req)
+        body = read_json(req, IssueKey, max_bytes=self.max_body_bytes, allow_empty=True)
+        key = self.handlers.issue_account_key(
+            account_id, expires_at=body.expiresAt, actor=principal(req).actor
+        )
+        resp.status = 201
+        resp.media = KeyCreated(key=key).model_dump(mode="json")
+
+    @contract("List an account's API keys (admin)", (200, KeyList, "its keys, never a secret"), (401, 403, 404))
+    def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
+        require_admin(req)
+        resp.media = key_list(self.accounts.keys(account_id))
+
+
+class AccountKey:
     def __init__(self, handlers: AccountHandlers) -> None:
         self.handlers = handlers
 
     @contract(
-        "Issue an account-scoped API key (admin)", (201, KeyCreated, "the key, shown once"), (401, 403, 404)
+        "Revoke an account's API key (admin): it answers 401 from the next request on",
+        (204, None, "revoked"),
+        (401, 403, 404),
     )
-    def on_post(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
+    def on_delete(
+        self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID, key_id: str
+    ) -> None:
         require_admin(req)
-        resp.status = 201
-        resp.media = KeyCreated(key=self.handlers.issue_account_key(account_id)).model_dump(mode="json")
+        self.handlers.revoke_account_key(account_id, key_id, actor=principal(req).actor)
+        resp.status = 204
