@@ -52,7 +52,9 @@ class User(SQLModel, table=True):
         sa_column=Column(DateTime(timezone=True), nullable=False, server_default=text("now()"))
     )
     # Removed (DELETE /v1/admin/users/{id}): its keys are gone, the row stays for the audit rows.
-    removed_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True), nullable=True))
+    removed_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
 
 
 class UserKey(SQLModel, table=True):
@@ -66,7 +68,9 @@ class UserKey(SQLModel, table=True):
     created_at: datetime = Field(
         sa_column=Column(DateTime(timezone=True), nullable=False, server_default=text("now()"))
     )
-    expires_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True), nullable=True))
+    expires_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
     last_used_at: datetime | None = Field(
         default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
     )
@@ -139,9 +143,7 @@ class Users:
             rows = conn.execute(text(f"SELECT {COLUMNS} FROM users WHERE removed_at IS NULL ORDER BY email"))
             return [UserRecord(*row) for row in rows]
 
-    def issue_key(
-        self, tx: Tx, user_id: uuid.UUID, *, expires_at: datetime | None = None, actor: str
-    ) -> str:
+    def issue_key(self, tx: Tx, user_id: uuid.UUID, *, expires_at: datetime | None = None, actor: str) -> str:
         """A new key of this user; only its hash is kept, so this is the one time it is seen."""
         issued = KEYS.issue(tx, user_id, expires_at=expires_at, actor=actor)
         if issued is None:

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 from falcon import testing
+from pydantic import SecretStr
 
 from gatehouse.errors import ConfigurationError
 from gatehouse_api.app import create_app
@@ -63,15 +64,19 @@ def test_the_admin_token_signs_in_with_a_strict_httponly_expiring_cookie(client,
 def test_the_secure_flag_follows_the_setting_not_a_request_header(gh):
     proxied = {**FORM, "X-Forwarded-Proto": "https"}
     plain = testing.TestClient(create_app(gh))
-    assert not plain.simulate_post("/console/login", body=f"token={ADMIN_TOKEN}", headers=proxied).cookies[
-        COOKIE
-    ].secure
+    assert (
+        not plain.simulate_post("/console/login", body=f"token={ADMIN_TOKEN}", headers=proxied)
+        .cookies[COOKIE]
+        .secure
+    )
     secure = testing.TestClient(
         create_app(replace(gh, settings=gh.settings.model_copy(update={"session_cookie_secure": True})))
     )
-    assert secure.simulate_post("/console/login", body=f"token={ADMIN_TOKEN}", headers=FORM).cookies[
-        COOKIE
-    ].secure
+    assert (
+        secure.simulate_post("/console/login", body=f"token={ADMIN_TOKEN}", headers=FORM)
+        .cookies[COOKIE]
+        .secure
+    )
 
 
 def test_a_staff_key_signs_in_and_its_session_ends_with_the_key(client, gh, sql):
@@ -104,7 +109,24 @@ def test_a_forged_or_too_old_cookie_is_no_session(client, gh):
         "/console/modules", headers={"Cookie": f"{COOKIE}={cookie}"}
     )
     assert page.status_code == 303
-    assert client.simulate_get("/console/modules", headers={"Cookie": f"{COOKIE}={cookie}"}).status_code == 303
+    assert (
+        client.simulate_get("/console/modules", headers={"Cookie": f"{COOKIE}={cookie}"}).status_code == 303
+    )
+
+
+def test_a_new_admin_token_ends_the_admin_sessions_everywhere(client, gh):
+    # The sessions live in Redis: an API process started with another ADMIN_TOKEN (and the same
+    # CONSOLE_SECRET) refuses them and ends them for every process
+    cookie = session(client)
+    assert client.simulate_get("/console/modules", headers=cookie).status_code == 200
+    renewed = replace(
+        gh, settings=gh.settings.model_copy(update={"admin_token": SecretStr("a-new-admin-token")})
+    )
+    assert (
+        testing.TestClient(create_app(renewed)).simulate_get("/console/modules", headers=cookie).status_code
+        == 303
+    )
+    assert client.simulate_get("/console/modules", headers=cookie).status_code == 303
 
 
 def test_without_a_console_secret_the_api_does_not_start(gh):

@@ -438,13 +438,13 @@ def test_carts_are_created_read_and_touched_through_the_api(client, gh, sql):
 
     # A staff user's key may do it too, and the PATCH is audited under the user
     user = gh.account_handlers.create_user("ala@example.com", "Ala")
-    staff = {"Authorization": f"Bearer {gh.account_handlers.issue_user_key(user.id, actor="admin")}"}
+    staff = {"Authorization": f"Bearer {gh.account_handlers.issue_user_key(user.id, actor='admin')}"}
     patched = client.simulate_patch(
         f"/v1/admin/carts/{cart['cartId']}", json={"items": [{"sku": "CH-1", "quantity": 3}]}, headers=staff
     )
     assert patched.status_code == 200 and patched.json["items"] == [{"sku": "CH-1", "quantity": 3}]
     assert datetime.fromisoformat(patched.json["updatedAt"]) > datetime.fromisoformat(cart["updatedAt"])
-    [row] = sql("SELECT actor, action, before, after FROM audit_log")
+    [row] = sql("SELECT actor, action, before, after FROM audit_log WHERE entity = 'cart'")
     assert (row.actor, row.action, row.before, row.after) == (
         str(user.id),
         "cart.update",
@@ -517,7 +517,7 @@ def test_unknown_ids_are_404_account_keys_403_and_a_converted_cart_409(client, g
         "NOT_FOUND",
     )
     account = gh.account_handlers.create_account("shop", "seller-1")
-    keyed = {"Authorization": f"Bearer {gh.account_handlers.issue_account_key(account.id, actor="admin")}"}
+    keyed = {"Authorization": f"Bearer {gh.account_handlers.issue_account_key(account.id, actor='admin')}"}
     problem(
         client.simulate_post("/v1/admin/carts", json={"customerRef": "c"}, headers=keyed), 403, "FORBIDDEN"
     )

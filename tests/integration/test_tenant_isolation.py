@@ -117,14 +117,17 @@ def _first(document, field: str) -> str:
 
 
 def snapshot(gh) -> tuple[dict, dict]:
-    """Every table's rows and every Redis key's value, as digests."""
+    """Every table's rows and every Redis key's value, as digests; not when a key was last used, which
+    any request with a key may write."""
     tables = {}
     with gh.engine.connect() as conn:
         names = conn.execute(
             text("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename")
         ).scalars()
         for name in list(names):
-            rows = conn.execute(text(f'SELECT t::text FROM "{name}" t ORDER BY 1')).scalars()
+            rows = conn.execute(
+                text(f"SELECT (to_jsonb(t) - 'last_used_at')::text FROM \"{name}\" t ORDER BY 1")
+            ).scalars()
             tables[name] = hashlib.sha256("\n".join(rows).encode()).hexdigest()
     keys = {key: gh.redis.dump(key) for key in gh.redis.scan_iter(count=1000)}
     return tables, keys

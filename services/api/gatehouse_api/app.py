@@ -111,7 +111,7 @@ def create_app(c: Components) -> falcon.App:
         "/v1/admin/schedules/{name}/run": admin.RunSchedule(schedule_views),
         "/v1/admin/modules": modules.Modules(c.modules),
         "/v1/admin/modules/{name}": modules.Module(c.module_handlers, **body),
-        "/v1/admin/users": users.Users(c.account_handlers, **body),
+        "/v1/admin/users": users.Users(c.account_handlers, c.users, **body),
         "/v1/admin/users/{user_id:uuid}": users.User(c.account_handlers),
         "/v1/admin/users/{user_id:uuid}/keys": users.UserKeys(c.account_handlers, c.users, **body),
         "/v1/admin/users/{user_id:uuid}/keys/{key_id}": users.UserKey(c.account_handlers),
@@ -163,6 +163,9 @@ def create_app(c: Components) -> falcon.App:
         module_handlers=c.module_handlers,
         schedules=schedule_views,
         overview=overview_views,
+        accounts=c.accounts,
+        users=c.users,
+        account_handlers=c.account_handlers,
     )
     for path, resource in {**routes, **console_routes}.items():
         app.add_route(path, with_head(resource))

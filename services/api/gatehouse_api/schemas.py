@@ -225,6 +225,18 @@ class UserCreated(Reply):
     name: str
 
 
+class UserView(Reply):
+    userId: uuid.UUID
+    email: str
+    name: str
+    role: str
+    createdAt: datetime
+
+
+class UserList(Reply):
+    items: list[UserView] = Field(description="every staff user not removed, by e-mail")
+
+
 # -- B2B: catalog (admin) ----------------------------------------------------------------
 
 Sku = Annotated[str, StringConstraints(max_length=catalog.SKU_MAX, pattern=catalog.SKU_PATTERN)]

@@ -8,11 +8,14 @@ holds its pages and the form actions that are twins of JSON API calls.
 
 from __future__ import annotations
 
-from gatehouse.handlers import JobHandlers, ModuleHandlers
+from gatehouse.accounts import Accounts
+from gatehouse.handlers import AccountHandlers, JobHandlers, ModuleHandlers
 from gatehouse.modules import ModuleStates
+from gatehouse.users import Users
 from gatehouse_api.console import accounts as account_pages
 from gatehouse_api.console import bulk as bulk_pages
 from gatehouse_api.console import jobs as job_pages
+from gatehouse_api.console import keys as key_pages
 from gatehouse_api.console import modules, signin
 from gatehouse_api.console import overview as overview_pages
 from gatehouse_api.console import schedules as schedule_pages
@@ -39,6 +42,9 @@ def build(
     module_handlers: ModuleHandlers,
     schedules: ScheduleViews,
     overview: OverviewViews,
+    accounts: Accounts,
+    users: Users,
+    account_handlers: AccountHandlers,
 ) -> dict[str, object]:
     hooks = (console, webhooks, webhook_actions, modules_)
     pages = {
@@ -46,7 +52,13 @@ def build(
         "/logout": signin.Logout(console),
         "/static/{name}": signin.Static(console),
         "/accounts": account_pages.Accounts(console, gates),
-        "/accounts/{account_id:uuid}": account_pages.Account(console, gates, jobs),
+        "/accounts/{account_id:uuid}": account_pages.Account(console, gates, jobs, accounts),
+        "/accounts/{account_id:uuid}/keys/{key_id}/revoke": key_pages.RevokeAccountKey(
+            console, account_handlers
+        ),
+        "/users": key_pages.StaffUsers(console, users),
+        "/users/{user_id:uuid}/keys/{key_id}/revoke": key_pages.RevokeUserKey(console, account_handlers),
+        "/users/{user_id:uuid}/remove": key_pages.RemoveUser(console, account_handlers),
         "/jobs": job_pages.Jobs(console, jobs),
         "/jobs/{job_id:uuid}": job_pages.Job(console, jobs),
         "/jobs/{job_id:uuid}/retry": job_pages.RetryJob(console, jobs, job_handlers),

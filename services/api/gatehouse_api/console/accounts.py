@@ -8,8 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 import falcon
 
+from gatehouse.accounts import KEY_PREFIX
+from gatehouse.accounts import Accounts as AccountStore
 from gatehouse.job_types import REGISTRY
 from gatehouse_api.console.web import Console, Page, query
+from gatehouse_api.resources.accounts import key_list
 from gatehouse_api.resources.gates import GateViews
 from gatehouse_api.resources.jobs import JobViews, job_view
 
@@ -91,11 +94,12 @@ def timeline(jobs: list[dict], now: datetime) -> tuple[list[str], list[Run], dat
 
 class Account(Page):
     """GET /console/accounts/{accountId}: its gate (GET /v1/admin/accounts/{id}/gate), its
-    recent 429 pauses, the timeline of its gated jobs and its recent jobs (GET /v1/accounts/{id}/jobs)."""
+    recent 429 pauses, the timeline of its gated jobs, its recent jobs (GET /v1/accounts/{id}/jobs)
+    and its keys (GET /v1/accounts/{id}/keys)."""
 
-    def __init__(self, console: Console, gates: GateViews, jobs: JobViews) -> None:
+    def __init__(self, console: Console, gates: GateViews, jobs: JobViews, accounts: AccountStore) -> None:
         super().__init__(console)
-        self.gates, self.jobs = gates, jobs
+        self.gates, self.jobs, self.accounts = gates, jobs, accounts
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         view = self.gates.account(account_id)
@@ -115,6 +119,8 @@ class Account(Page):
                 for w in view["gate"]["waiters"]
             },
             jobs=jobs,
+            keys=key_list(self.accounts.keys(account_id))["items"],
+            key_prefix=KEY_PREFIX,
             by_id=by_id,
             lanes=lanes,
             runs=runs,

@@ -78,6 +78,13 @@ def _iso(value: Any) -> str:
     return str(value or "")
 
 
+def _past(value: Any) -> bool:
+    """An instant (ISO 8601 or datetime) that has passed."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value is not None and value <= datetime.now(UTC)
+
+
 def _ms(value: int | None) -> str:
     """A duration in ms as «1 h 30 min», «45 s», «250 ms»."""
     if value is None:
@@ -110,7 +117,7 @@ class Console:
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        self.templates.filters.update(when=_when, iso=_iso, ms=_ms)
+        self.templates.filters.update(when=_when, iso=_iso, ms=_ms, past=_past)
 
     def render(self, req: falcon.Request, resp: falcon.Response, template: str, **context: Any) -> None:
         session: ConsoleSession | None = getattr(req.context, "console", None)

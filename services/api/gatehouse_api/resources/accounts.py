@@ -84,7 +84,9 @@ class AccountKeys:
         resp.status = 201
         resp.media = KeyCreated(key=key).model_dump(mode="json")
 
-    @contract("List an account's API keys (admin)", (200, KeyList, "its keys, never a secret"), (401, 403, 404))
+    @contract(
+        "List an account's API keys (admin)", (200, KeyList, "its keys, never a secret"), (401, 403, 404)
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_admin(req)
         resp.media = key_list(self.accounts.keys(account_id))

@@ -7,17 +7,32 @@ import uuid
 import falcon
 
 from gatehouse.handlers import AccountHandlers
+from gatehouse.users import UserRecord
 from gatehouse.users import Users as UserStore
 from gatehouse_api.auth import principal, require_admin_token
 from gatehouse_api.body import read_json
 from gatehouse_api.openapi import contract
 from gatehouse_api.resources.accounts import key_list
-from gatehouse_api.schemas import CreateUser, IssueKey, KeyCreated, KeyList, UserCreated
+from gatehouse_api.schemas import CreateUser, IssueKey, KeyCreated, KeyList, UserCreated, UserList, UserView
+
+
+def user_list(users: list[UserRecord]) -> dict:
+    return UserList(
+        items=[
+            UserView(userId=u.id, email=u.email, name=u.name, role=u.role, createdAt=u.created_at)
+            for u in users
+        ]
+    ).model_dump(mode="json")
 
 
 class Users:
-    def __init__(self, handlers: AccountHandlers, *, max_body_bytes: int) -> None:
-        self.handlers, self.max_body_bytes = handlers, max_body_bytes
+    def __init__(self, handlers: AccountHandlers, users: UserStore, *, max_body_bytes: int) -> None:
+        self.handlers, self.users, self.max_body_bytes = handlers, users, max_body_bytes
+
+    @contract("List the staff users (admin token)", (200, UserList, "every user not removed"), (401, 403))
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        require_admin_token(req)
+        resp.media = user_list(self.users.page())
 
     @contract(
         "Create a staff user (admin token)",
@@ -66,7 +81,9 @@ class UserKeys:
         resp.media = KeyCreated(key=key).model_dump(mode="json")
 
     @contract(
-        "List a staff user's API keys (admin token)", (200, KeyList, "their keys, never a secret"), (401, 403, 404)
+        "List a staff user's API keys (admin token)",
+        (200, KeyList, "their keys, never a secret"),
+        (401, 403, 404),
     )
     def on_get(self, req: falcon.Request, resp: falcon.Response, user_id: uuid.UUID) -> None:
         require_admin_token(req)
