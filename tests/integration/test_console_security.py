@@ -9,6 +9,7 @@ import pytest
 from falcon import testing
 from pydantic import SecretStr
 
+from gatehouse.composition import bootstrap
 from gatehouse.errors import ConfigurationError
 from gatehouse_api.app import create_app
 from gatehouse_api.console.session import COOKIE
@@ -207,3 +208,15 @@ def test_pages_load_nothing_from_elsewhere(client):
 def test_an_unknown_page_is_an_html_404(client):
     response = client.simulate_get("/console/modules/nope/more", headers=session(client))
     assert response.status_code == 404 and response.headers["content-type"].startswith("text/html")
+
+
+def test_without_redis_the_console_answers_503_not_a_500(gh, settings):
+    cookie = session(testing.TestClient(create_app(gh)))
+    gone = bootstrap(
+        settings.model_copy(update={"redis_url": "redis://127.0.0.1:1/0", "redis_timeout_ms": 200})
+    )
+    try:
+        page = testing.TestClient(create_app(gone)).simulate_get("/console/modules", headers=cookie)
+    finally:
+        gone.close()
+    assert page.status_code == 503
