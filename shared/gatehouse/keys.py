@@ -45,7 +45,10 @@ class KeyRecord:
     expires_at: datetime | None
 
     def audited(self) -> dict[str, str | None]:
-        return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in asdict(self).items()}
+        """Its dates, as an audit row holds them (the row's entity_id is the key's id)."""
+        return {
+            k: v.isoformat() if isinstance(v, datetime) else v for k, v in asdict(self).items() if k != "id"
+        }
 
 
 @dataclass(frozen=True)

@@ -38,3 +38,12 @@ def test_missing_store_url_keeps_the_store_text(processes, variable, store):
     assert store in log
     assert "Point it at your server" in log and "make run" in log
     assert "Fernet" not in log
+
+
+def test_missing_console_secret_says_what_it_is_and_how_to_make_one(processes):
+    log = refusal(processes, "CONSOLE_SECRET")
+
+    assert "CONSOLE_SECRET is not set" in log and "console's sessions" in log
+    [code] = re.findall(r'python -c "([^"]+)"', log)
+    made = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert len(made.strip()) >= 32

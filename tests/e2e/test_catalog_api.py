@@ -147,7 +147,7 @@ def test_products_create_read_patch_and_audit(api, sql):
     assert patched.status_code == 200, patched.text
     body = patched.json()
     assert (body["status"], body["price"]["amount"], body["attributes"]) == ("active", 2500, {})
-    assert sql("SELECT actor, action, entity_id, before, after FROM audit_log") == [
+    assert sql("SELECT actor, action, entity_id, before, after FROM audit_log WHERE entity = 'product'") == [
         (
             str(user_id),
             "product.update",
@@ -302,7 +302,7 @@ def test_attributes_create_list_patch(api, sql):
     assert flipped.status_code == 200 and flipped.json()["searchable"] is True
     listed = api.get(f"{CATALOG}/attributes", headers=staff).json()["items"]
     assert [(a["code"], a["searchable"]) for a in listed] == [("color", True), ("size", False)]
-    assert sql("SELECT action, entity_id, before, after FROM audit_log") == [
+    assert sql("SELECT action, entity_id, before, after FROM audit_log WHERE entity = 'attribute'") == [
         ("attribute.update", "color", {"searchable": False}, {"searchable": True})
     ]
     assert_problem(
