@@ -58,6 +58,7 @@ SQL_KEY = f"SELECT account_id, secret_sha256, {STALE} AS stale FROM api_keys WHE
 KEYS = KeyTable(
     "api_keys",
     entity="account_key",
+    what="account",
     owner_column="account_id",
     owner="accounts",
     owner_live="true",
@@ -163,21 +164,14 @@ class Accounts:
     def issue_key(
         self, tx: Tx, account_id: uuid.UUID, *, expires_at: datetime | None = None, actor: str
     ) -> str:
-        """A new account-scoped key; only its hash is kept, so this is the one time it is seen."""
-        issued = KEYS.issue(tx, account_id, expires_at=expires_at, actor=actor)
-        if issued is None:
-            raise NotFound(f"account {account_id} not found")
-        return issued[1]
+        """A new account-scoped key (NotFound for an unknown account)."""
+        return KEYS.issue(tx, account_id, expires_at=expires_at, actor=actor)
 
     def keys(self, account_id: uuid.UUID) -> list[KeyRecord]:
-        """The account's keys (NotFound for an unknown account)."""
-        self.get(account_id)
-        with self.engine.connect() as conn:
-            return KEYS.listed(conn, account_id)
+        return KEYS.listed(self.engine, account_id)
 
     def revoke_key(self, tx: Tx, account_id: uuid.UUID, key_id: str, *, actor: str) -> None:
-        if not KEYS.revoke(tx, account_id, key_id, actor=actor):
-            raise NotFound(f"key {key_id} of account {account_id} not found")
+        KEYS.revoke(tx, account_id, key_id, actor=actor)
 
     def authenticate(self, token: str) -> Principal | None:
         if self._admin_token and hmac.compare_digest(token.encode(), self._admin_token.encode()):

@@ -19,10 +19,10 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, Engine, text
 
 from gatehouse import audit
-from gatehouse.errors import ValidationFailed
+from gatehouse.errors import NotFound, ValidationFailed
 
 if TYPE_CHECKING:
     from gatehouse.uow import Tx
@@ -71,13 +71,22 @@ def split(token: str, prefix: str) -> tuple[str, str] | None:
 
 
 class KeyTable:
-    """The SQL of one key table whose keys belong to rows of ``owner`` (``owner_live`` selects them)."""
+    """The SQL of one key table whose keys belong to rows of ``owner`` (``owner_live`` selects them;
+    ``what`` names one in a 404)."""
 
     def __init__(
-        self, table: str, *, entity: str, owner_column: str, owner: str, owner_live: str, prefix: str
+        self,
+        table: str,
+        *,
+        entity: str,
+        what: str,
+        owner_column: str,
+        owner: str,
+        owner_live: str,
+        prefix: str,
     ) -> None:
         self.table, self.entity, self.owner_column, self.prefix = table, entity, owner_column, prefix
-        self._owner, self._owner_live = owner, owner_live
+        self._what, self._owner, self._owner_live = what, owner, owner_live
         self._touch = f"UPDATE {table} SET last_used_at = now() WHERE id = {{id}} AND {STALE}"
         # The same write as ``touch``, as a prepared statement (gatehouse.db.Statements).
         self.touch_sql = self._touch.format(id="%(id)s") + " RETURNING id"
@@ -86,10 +95,8 @@ class KeyTable:
         """Record a use of the key, unless one was recorded less than TOUCH_EVERY ago."""
         conn.execute(text(self._touch.format(id=":id")), {"id": key_id})
 
-    def issue(
-        self, tx: Tx, owner_id: object, *, expires_at: datetime | None, actor: str
-    ) -> tuple[KeyRecord, str] | None:
-        """A new key of a live owner (None: no such owner) and its token, seen this once."""
+    def issue(self, tx: Tx, owner_id: object, *, expires_at: datetime | None, actor: str) -> str:
+        """A new key of a live owner (else NotFound): its token, seen this once; only its hash is kept."""
         key_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
         row = tx.conn.execute(
             text(
@@ -100,26 +107,40 @@ class KeyTable:
             {"id": key_id, "owner": owner_id, "sha": sha256(secret), "expires": expires_at},
         ).one_or_none()
         if row is None:
-            return None
+            raise NotFound(f"{self._what} {owner_id} not found")
         if row[-1]:  # compared with the database's clock, which every check uses
             raise ValidationFailed("expiresAt must be in the future", field="expiresAt")
         key = KeyRecord(*row[:-1])
         self._audit(tx.conn, "key.issue", owner_id, key, actor=actor, before=None, after=key.audited())
-        return key, f"{self.prefix}{key_id}_{secret}"
+        return f"{self.prefix}{key_id}_{secret}"
 
-    def listed(self, conn: Connection, owner_id: object) -> list[KeyRecord]:
-        """The owner's keys, newest first, the expired ones too (until revoked)."""
-        rows = conn.execute(
-            text(
-                f"SELECT {COLUMNS} FROM {self.table} WHERE {self.owner_column} = :owner "
-                "ORDER BY created_at DESC, id"
-            ),
-            {"owner": owner_id},
-        )
-        return [KeyRecord(*row) for row in rows]
+    def listed(self, engine: Engine, owner_id: object) -> list[KeyRecord]:
+        """A live owner's keys (else NotFound), newest first, the expired ones too (until revoked)."""
+        with engine.connect() as conn:
+            owner = conn.execute(
+                text(f"SELECT 1 FROM {self._owner} o WHERE o.id = :owner AND {self._owner_live}"),
+                {"owner": owner_id},
+            ).one_or_none()
+            if owner is None:
+                raise NotFound(f"{self._what} {owner_id} not found")
+            rows = conn.execute(
+                text(
+                    f"SELECT {COLUMNS} FROM {self.table} WHERE {self.owner_column} = :owner "
+                    "ORDER BY created_at DESC, id"
+                ),
+                {"owner": owner_id},
+            )
+            return [KeyRecord(*row) for row in rows]
 
-    def revoke(self, tx: Tx, owner_id: object, key_id: str | None, *, actor: str) -> list[KeyRecord]:
-        """Delete one key of the owner (``key_id``), or all of them (None); returns those deleted."""
+    def revoke(self, tx: Tx, owner_id: object, key_id: str, *, actor: str) -> None:
+        """Delete one key of the owner (else NotFound): it fails from the next request on."""
+        if not self.revoke_all(tx, owner_id, actor=actor, key_id=key_id):
+            raise NotFound(f"key {key_id} of {self._what} {owner_id} not found")
+
+    def revoke_all(
+        self, tx: Tx, owner_id: object, *, actor: str, key_id: str | None = None
+    ) -> list[KeyRecord]:
+        """Delete every key of the owner (or only ``key_id``); returns those deleted."""
         rows = tx.conn.execute(
             text(
                 f"DELETE FROM {self.table} WHERE {self.owner_column} = :owner "

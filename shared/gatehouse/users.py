@@ -97,6 +97,7 @@ _U_COLUMNS = ", ".join(f"u.{c}" for c in COLUMNS.split(", "))
 KEYS = KeyTable(
     "user_api_keys",
     entity="user_key",
+    what="user",
     owner_column="user_id",
     owner="users",
     owner_live="o.removed_at IS NULL",
@@ -144,21 +145,14 @@ class Users:
             return [UserRecord(*row) for row in rows]
 
     def issue_key(self, tx: Tx, user_id: uuid.UUID, *, expires_at: datetime | None = None, actor: str) -> str:
-        """A new key of this user; only its hash is kept, so this is the one time it is seen."""
-        issued = KEYS.issue(tx, user_id, expires_at=expires_at, actor=actor)
-        if issued is None:
-            raise NotFound(f"user {user_id} not found")
-        return issued[1]
+        """A new key of this user (NotFound for an unknown or removed user)."""
+        return KEYS.issue(tx, user_id, expires_at=expires_at, actor=actor)
 
     def keys(self, user_id: uuid.UUID) -> list[KeyRecord]:
-        """The user's keys (NotFound for an unknown or removed user)."""
-        self.get(user_id)
-        with self.engine.connect() as conn:
-            return KEYS.listed(conn, user_id)
+        return KEYS.listed(self.engine, user_id)
 
     def revoke_key(self, tx: Tx, user_id: uuid.UUID, key_id: str, *, actor: str) -> None:
-        if not KEYS.revoke(tx, user_id, key_id, actor=actor):
-            raise NotFound(f"key {key_id} of user {user_id} not found")
+        KEYS.revoke(tx, user_id, key_id, actor=actor)
 
     def remove(self, tx: Tx, user_id: uuid.UUID, *, actor: str) -> None:
         """Mark the user removed and revoke every key of theirs; their audit rows stay, naming them."""
@@ -171,7 +165,7 @@ class Users:
         ).one_or_none()
         if row is None:
             raise NotFound(f"user {user_id} not found")
-        revoked = KEYS.revoke(tx, user_id, None, actor=actor)
+        revoked = KEYS.revoke_all(tx, user_id, actor=actor)
         audit.record(
             tx.conn,
             actor=actor,
