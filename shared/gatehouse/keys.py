@@ -14,6 +14,7 @@ the table's one writer; this module holds the SQL they share.
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -33,6 +34,7 @@ LIVE = "(expires_at IS NULL OR expires_at > now())"
 # Its last use was written longer ago than TOUCH_EVERY (or never): this use is written.
 STALE = f"(last_used_at IS NULL OR last_used_at < now() - interval '{TOUCH_EVERY}')"
 COLUMNS = "id, created_at, last_used_at, expires_at"
+KEY_ID = re.compile(r"[0-9a-f]{16}")  # secrets.token_hex(8)
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,8 @@ class KeyTable:
 
     def revoke(self, tx: Tx, owner_id: object, key_id: str, *, actor: str) -> None:
         """Delete one key of the owner (else NotFound): it fails from the next request on."""
-        if not self.revoke_all(tx, owner_id, actor=actor, key_id=key_id):
+        # Anything but a key id (a NUL byte, which PostgreSQL text refuses) is no key of theirs.
+        if not KEY_ID.fullmatch(key_id) or not self.revoke_all(tx, owner_id, actor=actor, key_id=key_id):
             raise NotFound(f"key {key_id} of {self._what} {owner_id} not found")
 
     def revoke_all(

@@ -133,6 +133,7 @@ def test_keys_are_listed_without_secrets_and_a_revoked_one_fails_at_once_everywh
         api.delete(f"/v1/accounts/{account}/keys/{account_key.split('_')[1]}", headers=ADMIN).status_code
         == 404
     )
+    assert api.delete(f"/v1/accounts/{account}/keys/a%00b", headers=ADMIN).status_code == 404
     audited = sql("SELECT action, entity, actor FROM audit_log WHERE action LIKE 'key.%' ORDER BY id")
     assert [tuple(r) for r in audited] == [
         ("key.issue", "account_key", "admin"),
