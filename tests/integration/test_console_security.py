@@ -85,7 +85,12 @@ def test_a_staff_key_signs_in_and_its_session_ends_with_the_key(client, gh, sql)
     key = gh.account_handlers.issue_user_key(user.id, actor="admin")
     response = sign_in(client, key)
     cookie = {"Cookie": f"{COOKIE}={response.cookies[COOKIE].value}"}
-    assert client.simulate_get("/console/modules", headers=cookie).status_code == 200
+    page = client.simulate_get("/console/modules", headers=cookie)
+    assert page.status_code == 200 and "/console/users" not in page.text
+    # Staff users are the admin token's, in the console as in the JSON API
+    assert client.simulate_get("/console/users", headers=cookie).status_code == 403
+    assert client.simulate_get(f"/console/users/{user.id}/remove", headers=cookie).status_code == 403
+    assert "/console/users" in client.simulate_get("/console/modules", headers=session(client)).text
     sql("DELETE FROM user_api_keys WHERE user_id = :id", id=user.id)
     assert client.simulate_get("/console/modules", headers=cookie).status_code == 303
 

@@ -20,13 +20,15 @@ from gatehouse_api.resources.users import user_list
 
 
 class StaffUsers(Page):
-    """GET /console/users: the twin of GET /v1/admin/users, with each user's GET …/users/{id}/keys."""
+    """GET /console/users: the twin of GET /v1/admin/users, with each user's GET …/users/{id}/keys
+    (the admin token's sessions only, as the JSON routes)."""
 
     def __init__(self, console: Console, users: Users) -> None:
         super().__init__(console)
         self.users = users
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        require_admin_token(req)
         users = user_list(self.users.page())["items"]
         keys = {u["userId"]: key_list(self.users.keys(uuid.UUID(u["userId"])))["items"] for u in users}
         self.console.render(
@@ -36,7 +38,6 @@ class StaffUsers(Page):
             users=users,
             keys=keys,
             prefix=USER_KEY_PREFIX,
-            manages=principal(req).bootstrap,
         )
 
 
