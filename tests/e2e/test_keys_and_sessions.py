@@ -21,7 +21,7 @@ from tests.support.processes import wait_until
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
-IDLE_MS = 3_000
+IDLE_MS = 2_000
 TRIES = 8  # requests per check, each on its own connection: both workers answer some
 SESSIONS = "gatehouse:console:session:*"
 
