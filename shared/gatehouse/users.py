@@ -3,7 +3,9 @@
 A user key (``ghu_<id>_<secret>``, shown once, stored as SHA-256 of the
 secret like an account key) authenticates as its user: a request made with it
 knows its *requester*. The ``ADMIN_TOKEN`` stays the bootstrap credential that
-creates users and issues their keys.
+creates users, issues and revokes their keys (expiry, last use: gatehouse.keys) and
+removes users: a removed user's keys are deleted, their row stays (``removed_at``)
+for the audit rows, bulk operations and notifications that name them.
 """
 
 from __future__ import annotations
