@@ -63,7 +63,10 @@ def test_messages_keep_their_case_and_say_patterns_in_words(client):
     body = invalid(
         client.simulate_post("/v1/accounts", json={"name": "", "wbToken": "t"}, headers=ADMIN), "name"
     )
-    assert body["detail"] == "name: must hold at least one visible character, and no NUL character"
+    assert body["detail"] == (
+        "name: must hold at least one visible character, and no NUL or invisible formatting character "
+        "(a bidi control, a zero-width space or joiner)"
+    )
     assert "\\u0000" not in json.dumps(body) and "pattern" not in body["detail"]
 
     bad_sku = {"sku": "-x", "name": "n", "price": {"amount": 1, "currency": "PLN"}}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from gatehouse.handlers import JobHandlers, ModuleHandlers
 from gatehouse.modules import ModuleStates
+from gatehouse_api.auth import AuthGuard
 from gatehouse_api.console import accounts as account_pages
 from gatehouse_api.console import bulk as bulk_pages
 from gatehouse_api.console import jobs as job_pages
@@ -39,10 +40,11 @@ def build(
     module_handlers: ModuleHandlers,
     schedules: ScheduleViews,
     overview: OverviewViews,
+    sign_in: AuthGuard,
 ) -> dict[str, object]:
     hooks = (console, webhooks, webhook_actions, modules_)
     pages = {
-        "/login": signin.Login(console),
+        "/login": signin.Login(console, sign_in),
         "/logout": signin.Logout(console),
         "/static/{name}": signin.Static(console),
         "/accounts": account_pages.Accounts(console, gates),
