@@ -73,15 +73,15 @@ class AuthThrottle:
             return 0
         return max(int(left), 0)
 
-    def failed(self, address: str) -> int:
-        """Count a failed attempt of ``address``; the lockout it starts (ms), or 0."""
+    def failed(self, address: str) -> None:
+        """Count a failed attempt of ``address``; the one that reaches the maximum locks it out."""
         try:
             locked = int(
                 self._fail(keys=self._keys(address), args=[self.max_failures, WINDOW_MS, self.lockout_ms])
             )
         except RedisError as exc:
             log.warning("auth throttle: Redis did not answer (%s); a failed attempt went uncounted", exc)
-            return 0
+            return
         if locked:
             log.warning(
                 "auth throttle: %s locked out for %d ms after %d failed attempts",
@@ -89,4 +89,3 @@ class AuthThrottle:
                 locked,
                 self.max_failures,
             )
-        return locked
