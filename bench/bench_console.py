@@ -30,7 +30,7 @@ JOBS = 100_000
 GATED = 100
 BUDGET_MS = 200
 ROUNDS = 15
-ADMIN_TOKEN = "bench-admin-token"
+ADMIN_TOKEN = "bench-admin-token-0123456789abcdef"
 
 SEED = """
 INSERT INTO accounts (id, name) SELECT gen_random_uuid(), 'Кабинет ' || i FROM generate_series(1, %(accounts)s) i;

@@ -53,7 +53,7 @@ FAST = dict(
     broker_heartbeat_timeout_ms=3_000,
     broker_maintenance_chance=100_000,
 )
-ADMIN_TOKEN = "test-admin-token"
+ADMIN_TOKEN = "test-admin-token-0123456789abcdef"  # ADMIN_TOKEN_MIN (32) characters or more
 CONSOLE_SECRET = "test-console-secret"
 TOKEN_KEY = "q4uJHOU5SmbaEwcXmJ6NyajP8mZTD55dLIb592WKtPo="  # a Fernet key for tests only
 

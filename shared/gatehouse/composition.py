@@ -22,6 +22,7 @@ from redis import Redis
 from sqlalchemy import Engine
 
 from gatehouse.accounts import Accounts
+from gatehouse.auth_throttle import CALL_TIMEOUT_MS, AuthThrottle
 from gatehouse.bucket import RedisTokenBucket
 from gatehouse.catalog import CatalogStore
 from gatehouse.catalog.bulk import BulkStore
@@ -113,10 +114,12 @@ class Components:
     skip_streaks: SkipStreaks
     fan_out_handlers: FanOutHandlers
     hot: HotAccounts
+    auth_throttle: AuthThrottle
 
     def close(self) -> None:
         self.broker.close()
         self.redis.close()
+        self.auth_throttle.redis.close()
         self.statements.close()
         self.engine.dispose()
 
@@ -139,6 +142,7 @@ def bootstrap(
     redis = redis or Redis.from_url(
         settings.require("redis_url"), socket_timeout=timeout, socket_connect_timeout=timeout
     )
+    throttle_timeout = min(settings.redis_timeout_ms, CALL_TIMEOUT_MS) / 1000
     broker = RedisBroker(
         client=redis,
         namespace=settings.broker_namespace,
@@ -266,6 +270,17 @@ def bootstrap(
             starvation_limit=settings.skip_starvation_limit,
         ),
         hot=HotAccounts(redis, prefix=prefix),
+        # Its own client: every authenticated request asks it, so a frozen Redis must cost each little.
+        auth_throttle=AuthThrottle(
+            Redis.from_url(
+                settings.require("redis_url"),
+                socket_timeout=throttle_timeout,
+                socket_connect_timeout=throttle_timeout,
+            ),
+            prefix=prefix,
+            max_failures=settings.auth_max_failures,
+            lockout_ms=settings.auth_lockout_ms,
+        ),
     )
     for middleware in consumer_middleware(components) if consumer_middleware else ():
         broker.add_middleware(middleware)

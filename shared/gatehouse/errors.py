@@ -66,6 +66,16 @@ class Forbidden(GatehouseError):
     code = "FORBIDDEN"
 
 
+class TooManyAttempts(GatehouseError):
+    """Too many failed authentications from this client address: refused for ``retry_after_s``."""
+
+    code = "TOO_MANY_ATTEMPTS"
+
+    def __init__(self, detail: str, *, retry_after_s: int, code: str | None = None) -> None:
+        super().__init__(detail, code=code)
+        self.retry_after_s = retry_after_s
+
+
 class Conflict(GatehouseError):
     """The change collides with what is stored (a duplicate email or sku); ``field`` names what collides."""
 

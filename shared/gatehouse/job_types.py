@@ -190,6 +190,8 @@ def _user(name: str) -> JobType:
 IMPORT_USER_FEEDS = _user("import-user-feeds")
 IMPORT_USER_REPORT = _user("import-user-report")
 AUTOBIDDER_SYNC_USER = _user("autobidder-sync-user")
+# Stocks use another WB bucket than the gated syncs, but a user's sync waits its turn like the others.
+INVENTORY_SYNC_USER = _user("inventory-sync-user")
 IMPORT_KINDS = {"feeds": IMPORT_USER_FEEDS, "report": IMPORT_USER_REPORT}
 
 # Scheduled jobs: one per active account from a fan-out tick; one attempt (the
@@ -221,7 +223,8 @@ def _scheduled(name: str, max_wait_ms: int | None) -> JobType:
     )
 
 
-SYNC_INCREMENTAL = _scheduled("digitization:sync-account", 30 * MINUTE)  # = its interval
+# = its interval; its schedule's max wait follows its cron (gatehouse.schedules, max_wait_is_cadence).
+SYNC_INCREMENTAL = _scheduled("digitization:sync-account", 30 * MINUTE)
 SYNC_BACKFILL = _scheduled("digitization:sync-account-backfill", 180 * MINUTE)
 RNP_ADS = _scheduled("rnp:ads-sync-account", 5 * MINUTE)  # its cadence
 RNP_FINANCE = _scheduled("rnp:finance-sync-account", 360 * MINUTE)

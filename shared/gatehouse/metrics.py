@@ -48,6 +48,11 @@ JOBS_TIME_LIMITED = Counter(
     "Job runs stopped at their job type's run time limit (a failed attempt, error.code time-limit).",
     ["type"],
 )
+AUTH_FAILURES = Counter(
+    "gatehouse_auth_failures_total",
+    "Failed authentication attempts (a wrong bearer token, a wrong console sign-in), by surface: api, console.",
+    ["surface"],
+)
 GATE_WAIT = Histogram(
     "gatehouse_gate_wait_seconds",
     "How long a job waited for its account's gate, from its first park to getting it.",

@@ -72,6 +72,7 @@ RUNNING_TEXT = {
     "import-user-feeds": "Загружаем заказы и продажи из Wildberries",
     "import-user-report": "Загружаем отчёт о реализации из Wildberries",
     "autobidder-sync-user": "Синхронизируем кампании и ставки из Wildberries",
+    "inventory-sync-user": "Загружаем остатки на складах из Wildberries",
 }
 
 # Why an attempt failed, for «… — повторим (попытка 3 из 5) через ~2 мин».

@@ -32,8 +32,11 @@ class Schedule:
     name: str
     job_type: jt.JobType
     cron: str
-    # Gated types: how long a tick's job may wait for its account's gate; None = the job type's.
+    # Gated types: how long a tick's job may wait for its account's gate; None = the job type's, or,
+    # with ``max_wait_is_cadence``, the cadence of its cron (ADR-0057: the feeds increment waits
+    # "its interval", whatever SCHEDULES makes that).
     max_wait_ms: int | None = None
+    max_wait_is_cadence: bool = False
     enabled: bool = True
     # False: each tick is one system job (no account; one live at a time), not one per active account.
     per_account: bool = True
@@ -61,11 +64,13 @@ class Schedule:
 
     @property
     def max_wait(self) -> int | None:
-        """The max wait its jobs get: the override, else the job type's (None: not gated)."""
+        """The max wait its jobs get: the override, else its cadence or the job type's (None: not gated)."""
         gate = self.job_type.gate
         if gate is None:
             return None
-        return self.max_wait_ms if self.max_wait_ms is not None else gate.max_wait_ms
+        if self.max_wait_ms is not None:
+            return self.max_wait_ms
+        return cadence_ms(self.cron) if self.max_wait_is_cadence else gate.max_wait_ms
 
     @property
     def spread(self) -> int:
@@ -80,8 +85,10 @@ class Schedule:
         return FAN_OUTS.get(self.name)
 
     def payload(self) -> dict[str, Any]:
-        """What each job of a tick carries: the override only, so the job type stays the one source."""
-        return {MAX_WAIT_FIELD: self.max_wait_ms} if self.max_wait_ms is not None else {}
+        """What each job of a tick carries: its max wait where it is not the job type's, so the job type
+        stays the one source of the default."""
+        wait = self.max_wait
+        return {MAX_WAIT_FIELD: wait} if wait is not None and wait != self.job_type.gate.max_wait_ms else {}
 
 
 # -- cron, as far as the spread needs it ---------------------------------------------------------
@@ -154,7 +161,7 @@ def cadence_ms(cron: str) -> int:
 
 FANOUT_QUEUE = "schedules"
 DEFAULTS = (
-    Schedule("digitization-incremental", jt.SYNC_INCREMENTAL, "*/30 * * * *"),
+    Schedule("digitization-incremental", jt.SYNC_INCREMENTAL, "*/30 * * * *", max_wait_is_cadence=True),
     Schedule("digitization-backfill", jt.SYNC_BACKFILL, "0 2 * * *"),
     Schedule("rnp-ads", jt.RNP_ADS, "*/5 * * * *"),
     Schedule("rnp-finance", jt.RNP_FINANCE, "0 3 * * *"),
@@ -188,7 +195,12 @@ def schedules(overrides: dict[str, dict[str, Any]]) -> dict[str, Schedule]:
     for name, entry in overrides.items():
         if name not in by_name:
             raise ValueError(f"SCHEDULES: unknown schedule {name!r} (known: {', '.join(by_name)})")
-        unknown = set(entry) - {"cron", "max_wait_ms", "enabled", "spread_ms"}
+        unknown = set(entry) - {
+            "cron",
+            "max_wait_ms",
+            "enabled",
+            "spread_ms",
+        }  # max_wait_is_cadence: the schedule's own
         if unknown:
             raise ValueError(f"SCHEDULES: {name}: unknown field(s) {', '.join(sorted(unknown))}")
         by_name[name] = replace(by_name[name], **entry)

@@ -10,6 +10,7 @@ run the production rules at millisecond scale; every duration setting (each
 from __future__ import annotations
 
 import os
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -20,6 +21,9 @@ from gatehouse.durations import parse_ms
 from gatehouse.errors import ConfigurationError
 
 ROLES = ("all", "api", "worker")
+# The shortest ADMIN_TOKEN accepted: a short one can be guessed (`make run` generates 32 characters).
+ADMIN_TOKEN_MIN = 32
+MAKE_ADMIN_TOKEN = 'python -c "import secrets; print(secrets.token_urlsafe(32))"'
 Role = Literal["all", "api", "worker"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
@@ -34,6 +38,7 @@ class Settings(BaseSettings):
     db_pool_size: int = 5
 
     backend_role: Role = "all"
+    # The bootstrap bearer token of the admin API: at least ADMIN_TOKEN_MIN characters (unset: no admin token).
     admin_token: SecretStr | None = None
     # Fernet keys (comma-separated) encrypting WB tokens at rest: the first
     # encrypts, all decrypt, so a key can be rotated in.
@@ -215,6 +220,33 @@ class Settings(BaseSettings):
             raise ValueError("must be one or more delays in ms, comma-separated, none negative")
         return value
 
+    @field_validator("admin_token", mode="before")
+    @classmethod
+    def _admin_token(cls, value: object) -> object:
+        if value is None or value == "":
+            return None
+        text = value.get_secret_value() if isinstance(value, SecretStr) else value
+        if isinstance(text, str) and len(text) < ADMIN_TOKEN_MIN:
+            raise ValueError(
+                f"must be at least {ADMIN_TOKEN_MIN} characters (got {len(text)}): a short token can be "
+                f"guessed. Make one with: {MAKE_ADMIN_TOKEN}"
+            )
+        return value
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _proxies(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        networks = []
+        for item in (part.strip() for part in value.split(",")):
+            if item:
+                try:
+                    networks.append(ip_network(item, strict=False))
+                except ValueError:
+                    raise ValueError(f"{item!r} is not an IP address or CIDR (such as 10.0.0.0/8)") from None
+        return networks
+
     @field_validator("broker_namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
@@ -283,8 +315,8 @@ class Settings(BaseSettings):
                     "(`make run` keeps one in var/token-key)."
                 ),
                 "admin_token": (
-                    "it is the bearer token of the admin API (any long random string). "
-                    'Make one with: python -c "import secrets; print(secrets.token_urlsafe(32))"'
+                    f"it is the bearer token of the admin API (a random string of {ADMIN_TOKEN_MIN} "
+                    f"characters or more). Make one with: {MAKE_ADMIN_TOKEN}"
                 ),
                 "console_secret": (
                     "it keys the console's sessions and CSRF tokens, the same in every API replica "
@@ -343,6 +375,15 @@ class Settings(BaseSettings):
     # raised in one transaction, or replayed together), one after another in its slot,
     # so a run and its bookkeeping serve the batch; the undelivered are retried together.
     webhook_batch_size: int = Field(default=50, ge=1)
+
+    # Throttled authentication (gatehouse.auth_throttle): AUTH_MAX_FAILURES failed bearer or console
+    # sign-in attempts from one client address within a minute lock that address out for
+    # AUTH_LOCKOUT_MS (429 with Retry-After), counted in Redis so every API process agrees.
+    auth_max_failures: int = Field(default=20, ge=1)
+    auth_lockout_ms: int = Field(default=60_000, ge=1)
+    # CIDRs of the proxies whose X-Forwarded-For is believed (the right-most untrusted hop is the
+    # client); empty: the client is the socket's peer and the header is ignored.
+    trusted_proxies: Annotated[list[IPv4Network | IPv6Network], NoDecode] = []
 
     # The operations console (/console, served by the API). Its sessions live in Redis; CONSOLE_SECRET
     # (required by gatehouse-api; `make run` keeps one) keys their names there and their CSRF tokens.

@@ -48,7 +48,7 @@ from tests.support.pg_server import PgServer, _server_user, binaries
 from tests.support.processes import REPO, Proc, Processes, free_port, redis_binary, wait_until
 from tests.support.wb_sandbox import RunningSandbox, running_sandbox, scaled_limits
 
-ADMIN_TOKEN = "chaos-admin-token"
+ADMIN_TOKEN = "chaos-admin-token-0123456789abcdef"  # ADMIN_TOKEN_MIN (32) characters or more
 CONSOLE_SECRET = "chaos-console-secret"
 TOKEN_KEY = "q4uJHOU5SmbaEwcXmJ6NyajP8mZTD55dLIb592WKtPo="  # a Fernet key for tests only
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}

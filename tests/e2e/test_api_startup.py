@@ -10,8 +10,8 @@ import pytest
 from cryptography.fernet import Fernet
 
 
-def refusal(processes, variable: str) -> str:
-    proc = processes.start("api", "gatehouse-api", env={variable: ""})
+def refusal(processes, variable: str, value: str = "") -> str:
+    proc = processes.start("api", "gatehouse-api", env={variable: value})
     assert proc.wait(timeout=30) != 0
     return proc.log()
 
@@ -28,6 +28,15 @@ def test_missing_token_encryption_key_says_what_it_is_and_prints_a_working_comma
     [code] = re.findall(r'python -c "([^"]+)"', log)
     key = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     Fernet(key.strip())
+
+
+def test_a_short_admin_token_is_refused_with_a_command_that_makes_a_long_one(processes):
+    log = refusal(processes, "ADMIN_TOKEN", "a" * 31)
+
+    assert "ADMIN_TOKEN: must be at least 32 characters (got 31)" in log
+    [code] = re.findall(r'python -c "([^"]+)"', log)
+    token = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert len(token.strip()) >= 32
 
 
 @pytest.mark.parametrize(("variable", "store"), [("DATABASE_URL", "PostgreSQL"), ("REDIS_URL", "Redis")])

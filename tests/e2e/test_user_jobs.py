@@ -1,4 +1,4 @@
-"""The three user jobs end to end: real API, real worker, the WB sandbox, rows in PostgreSQL."""
+"""The user jobs end to end: real API, real worker, the WB sandbox, rows in PostgreSQL."""
 
 from __future__ import annotations
 
@@ -118,6 +118,35 @@ def test_autobidder_sync_stores_campaigns_with_their_bids_and_stats(stack, sandb
     assert set(stored) == {c.advert_id for c in data.campaigns}
     assert all("nm_settings" in campaign for campaign in stored.values())  # the current bids
     assert count(sql, "wb_campaign_stats", account) == status["result"]["statDays"]
+
+
+def test_inventory_sync_stores_the_stocks_and_a_second_call_while_it_runs_is_already_running(
+    stack, sandbox, sql
+):
+    _, data = seller_data(sandbox)
+    account = create_account(stack)
+    url = f"{stack}/v1/accounts/{account}/inventory/sync"
+    sandbox.faults(latency_ms=300)  # its first WB call takes a while: the second POST finds it live
+
+    first = httpx.post(url, headers=ADMIN)
+    second = httpx.post(url, json={}, headers=ADMIN)
+    sandbox.faults(latency_ms=0)
+
+    assert first.status_code == second.status_code == 202
+    assert first.json()["alreadyRunning"] is False
+    assert second.json() == {"jobId": first.json()["jobId"], "alreadyRunning": True}
+    status = wait_until(
+        lambda: (
+            (s := httpx.get(f"{stack}/v1/jobs/{first.json()['jobId']}", headers=ADMIN).json())["state"]
+            in ("completed", "failed")
+            and s
+        ),
+        timeout=60,
+        what="the inventory sync to finish",
+    )
+    assert (status["type"], status["state"]) == ("inventory-sync-user", "completed"), status
+    assert status["result"] == {"stocks": len(data.stocks)}
+    assert count(sql, "wb_stocks", account) == len(data.stocks)
 
 
 def test_a_rejected_wb_token_fails_at_once_without_retries(stack, sandbox):

@@ -37,9 +37,10 @@ def key_for(client, account_id) -> dict:
     return {"Authorization": f"Bearer {response.json['key']}"}
 
 
-def assert_problem(response, status: int, code: str, field: str | None = None) -> dict:
+def assert_problem(response, status: int, code: str, field: str | None = None, *, v1: bool = True) -> dict:
     assert response.status_code == status, response.text
     assert response.headers["content-type"] == PROBLEM
+    assert (response.headers.get("cache-control") == "no-store") is v1  # every /v1 answer, errors too
     body = response.json
     assert {"type", "title", "status", "detail", "code"} <= set(body)
     assert body["status"] == status and body["code"] == code
@@ -166,7 +167,7 @@ def test_wrong_method_and_unknown_path(client):
     response = client.simulate_delete("/v1/accounts", headers=ADMIN)
     assert_problem(response, 405, "METHOD_NOT_ALLOWED")
     assert response.headers["allow"] == "POST, OPTIONS"
-    assert_problem(client.simulate_get("/v2/nothing", headers=ADMIN), 404, "NOT_FOUND")
+    assert_problem(client.simulate_get("/v2/nothing", headers=ADMIN), 404, "NOT_FOUND", v1=False)
 
 
 @pytest.mark.filterwarnings("ignore:Unknown REQUEST_METHOD")  # wsgiref's validator, not the app
@@ -176,7 +177,7 @@ def test_an_unknown_method_is_405_like_a_missing_one(client):
     assert response.headers["allow"] == "GET, HEAD, OPTIONS"
     # Authentication first, as for any other method.
     assert_problem(client.simulate_request("FOO", "/v1/accounts"), 401, "UNAUTHORIZED")
-    assert_problem(client.simulate_request("FOO", "/v2/nothing", headers=ADMIN), 404, "NOT_FOUND")
+    assert_problem(client.simulate_request("FOO", "/v2/nothing", headers=ADMIN), 404, "NOT_FOUND", v1=False)
 
 
 def test_head_answers_like_get_without_a_body(client):
@@ -244,12 +245,16 @@ def test_bad_import_requests_are_422_naming_the_field(client, change, field):
     assert_problem(response, 422, "VALIDATION_ERROR", field)
 
 
-def test_autobidder_sync_accepts_an_empty_body_and_dedups(client):
+@pytest.mark.parametrize(
+    ("kind", "job_type"), [("autobidder", "autobidder-sync-user"), ("inventory", "inventory-sync-user")]
+)
+def test_a_user_sync_accepts_an_empty_body_and_dedups(client, kind, job_type):
     account = create_account(client)
-    url = f"/v1/accounts/{account}/autobidder/sync"
+    url = f"/v1/accounts/{account}/{kind}/sync"
     first = client.simulate_post(url, headers=ADMIN)
     second = client.simulate_post(url, json={}, headers=ADMIN)
     assert first.status_code == 202 and first.json["alreadyRunning"] is False
+    assert client.simulate_get(first.headers["location"], headers=ADMIN).json["type"] == job_type
     assert second.json == {"jobId": first.json["jobId"], "alreadyRunning": True}
     assert_problem(
         client.simulate_post(url, json={"force": True}, headers=ADMIN), 422, "VALIDATION_ERROR", "force"

@@ -1,11 +1,16 @@
 """Bad input is told precisely (issue 24): messages as written, every invalid field, duplicate keys,
-ISO 4217 currencies, cart skus that exist, import periods not in the future. The Falcon app
+ISO 4217 currencies, cart skus that exist, import periods not in the future; query parameters are
+checked like body fields, names refuse invisible formatting characters, /v1 answers are never
+cached (issue 26). The Falcon app
 in-process, real PostgreSQL and Redis.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import sys
+import unicodedata
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,6 +19,7 @@ from falcon import testing
 from gatehouse.catalog import rules
 from gatehouse.catalog.rules import Price
 from gatehouse.errors import ValidationFailed
+from gatehouse_api import schemas
 from gatehouse_api.app import create_app
 from tests.conftest import ADMIN_TOKEN
 
@@ -63,7 +69,10 @@ def test_messages_keep_their_case_and_say_patterns_in_words(client):
     body = invalid(
         client.simulate_post("/v1/accounts", json={"name": "", "wbToken": "t"}, headers=ADMIN), "name"
     )
-    assert body["detail"] == "name: must hold at least one visible character, and no NUL character"
+    assert body["detail"] == (
+        "name: must hold at least one visible character, and no NUL or invisible formatting character "
+        "(a bidi control, a zero-width space or joiner)"
+    )
     assert "\\u0000" not in json.dumps(body) and "pattern" not in body["detail"]
 
     bad_sku = {"sku": "-x", "name": "n", "price": {"amount": 1, "currency": "PLN"}}
@@ -192,3 +201,59 @@ def test_an_import_starting_after_today_is_422_on_date_from(client, kind):
 
     from_today = {"kind": kind, "dateFrom": str(today), "dateTo": str(today + timedelta(days=30))}
     assert client.simulate_post(url, json=from_today, headers=ADMIN).status_code == 202
+
+
+# -- query parameters, names, caching (issue 26) --------------------------------------------------
+
+
+def test_a_nul_in_a_query_parameter_is_422_naming_it(client):
+    accounts = "/v1/admin/accounts"
+    body = invalid(client.simulate_get(accounts, query_string="name=a%00b", headers=ADMIN), "name")
+    assert body["detail"] == "name: must not contain a NUL character"
+    invalid(client.simulate_get(accounts, query_string="limit=5&hot=%00", headers=ADMIN), "hot")
+    assert client.simulate_get(accounts, query_string="name=ab", headers=ADMIN).status_code == 200
+
+
+NAMED = [
+    ("/v1/accounts", {"name": "{}", "wbToken": "t"}),
+    ("/v1/admin/users", {"email": "ops@example.com", "name": "{}"}),
+    (PRODUCTS, {"sku": "P-1", "name": "{}", "price": {"amount": 1, "currency": "PLN"}}),
+    (
+        "/v1/admin/price-lists",
+        {"name": "{}", "validFrom": "2027-01-01T00:00:00Z", "validTo": "2027-02-01T00:00:00Z"},
+    ),
+    ("/v1/admin/carts", {"customerRef": "{}"}),
+]
+
+
+@pytest.mark.parametrize("char", ["\u202e", "\u2066", "\u200b", "\u200d", "\ufeff", "\U000e0041"])
+def test_a_name_with_an_invisible_formatting_character_is_422(client, char):
+    for path, template in NAMED:
+        sent = json.loads(json.dumps(template).replace("{}", f"Shop{char}exe.txt"))
+        field = "customerRef" if "customerRef" in sent else "name"
+        body = invalid(client.simulate_post(path, json=sent, headers=ADMIN), field)
+        assert "invisible formatting character" in body["detail"]
+    # … while a description, free text, keeps them
+    described = {"sku": "P-2", "name": "Shop", "description": f"right-to-left {char} text"}
+    described["price"] = {"amount": 1, "currency": "PLN"}
+    assert client.simulate_post(PRODUCTS, json=described, headers=ADMIN).status_code == 201
+
+
+def test_the_names_pattern_refuses_exactly_unicodes_format_characters():
+    every = "".join(map(chr, range(sys.maxunicode + 1)))
+    refused = re.findall(f"[{schemas.FORMAT_CHARS}]", every)
+    assert refused == [c for c in every if unicodedata.category(c) == "Cf"]
+
+
+def test_every_v1_answer_says_no_store_and_other_paths_need_not(client):
+    answers = [
+        client.simulate_get("/v1/admin/accounts", headers=ADMIN),  # 200
+        client.simulate_head("/v1/admin/accounts", headers=ADMIN),
+        client.simulate_post("/v1/accounts/keys", headers=ADMIN),  # 404 of the unrouted sink
+        client.simulate_get("/v1/admin/accounts"),  # 401
+        client.simulate_delete("/v1/admin/accounts", headers=ADMIN),  # 405
+        client.simulate_get("/v1/admin/accounts", params={"limit": "0"}, headers=ADMIN),  # 422
+    ]
+    assert [a.status_code for a in answers] == [200, 200, 404, 401, 405, 422]
+    assert all(a.headers["cache-control"] == "no-store" for a in answers)
+    assert "cache-control" not in client.simulate_get("/healthz").headers

@@ -8,7 +8,7 @@ import pytest
 
 from gatehouse import job_types as jt
 from gatehouse.fanout import offset_ms
-from gatehouse.gate.vocabulary import DUE_AT_FIELD, GATE_TIER_FIELD, GateSpec
+from gatehouse.gate.vocabulary import DUE_AT_FIELD, GATE_TIER_FIELD, MAX_WAIT_FIELD, GateSpec
 from gatehouse.schedules import FAN_OUTS, Schedule, cadence_ms, schedules
 
 MINUTE, HOUR, DAY = 60_000, 3_600_000, 86_400_000
@@ -99,3 +99,16 @@ def test_a_jobs_gate_wait_begins_when_it_is_due_and_a_promoted_one_waits_as_a_us
     assert spec.tier_of({}) == "scheduled"
     assert spec.tier_of({GATE_TIER_FIELD: "user"}) == "user"
     assert spec.tier_of({GATE_TIER_FIELD: "something else"}) == "scheduled"
+
+
+def test_the_incremental_syncs_max_wait_follows_its_interval_unless_set():
+    by_name = schedules({})
+    assert by_name["digitization-incremental"].max_wait == 30 * MINUTE == jt.SYNC_INCREMENTAL.gate.max_wait_ms
+    assert by_name["digitization-incremental"].payload() == {}  # the job type's: nothing to carry
+
+    hourly = schedules({"digitization-incremental": {"cron": "0 * * * *"}})["digitization-incremental"]
+    assert hourly.max_wait == HOUR and hourly.payload() == {MAX_WAIT_FIELD: HOUR}
+    pinned = schedules({"digitization-incremental": {"cron": "0 * * * *", "max_wait_ms": 600_000}})
+    assert pinned["digitization-incremental"].payload() == {MAX_WAIT_FIELD: 600_000}
+    # Another schedule's max wait is its job type's, whatever its cron
+    assert schedules({"rnp-ads": {"cron": "0 * * * *"}})["rnp-ads"].max_wait == 5 * MINUTE

@@ -13,8 +13,9 @@ from gatehouse.operations import Operations
 from gatehouse.schedules import schedules
 from gatehouse.settings import Settings
 from gatehouse_api import console, errors, root
-from gatehouse_api.auth import Authenticate
+from gatehouse_api.auth import Authenticate, AuthGuard
 from gatehouse_api.console.session import Sessions
+from gatehouse_api.hygiene import Hygiene
 from gatehouse_api.methods import UnknownMethods, with_head
 from gatehouse_api.openapi import OpenApi
 from gatehouse_api.resources import (
@@ -72,12 +73,18 @@ def create_app(c: Components) -> falcon.App:
         refresh_ms=s.console_refresh_ms,
         secure_cookie=s.session_cookie_secure,
     )
-    # The console signs in with a cookie (its own guard); everything else with a bearer token.
-    authenticate = Authenticate(c.accounts)
+
+    # The console signs in with a cookie (its own guard); everything else with a bearer token. Both
+    # count failed attempts per client address in one throttle.
+    def guard(surface: str) -> AuthGuard:
+        return AuthGuard(c.auth_throttle, trusted_proxies=s.trusted_proxies, surface=surface)
+
+    authenticate = Authenticate(c.accounts, guard("api"))
     app = falcon.App(
         middleware=[
             console.ConsoleGuard(ops),
             authenticate,
+            Hygiene(),
             modules.ModuleRoutes(c.modules),
             UnknownMethods(),
         ]
@@ -99,6 +106,7 @@ def create_app(c: Components) -> falcon.App:
         "/v1/accounts/{account_id:uuid}/keys/{key_id}": accounts.AccountKey(c.account_handlers),
         "/v1/accounts/{account_id:uuid}/digitization/imports": jobs.DigitizationImports(**create),
         "/v1/accounts/{account_id:uuid}/autobidder/sync": jobs.AutobidderSync(**create),
+        "/v1/accounts/{account_id:uuid}/inventory/sync": jobs.InventorySync(**create),
         "/v1/accounts/{account_id:uuid}/jobs": jobs.AccountJobs(jobs_read, c.accounts),
         "/v1/jobs/{job_id:uuid}": jobs.JobStatus(c.jobs),
         "/v1/jobs/{job_id:uuid}/retry": jobs.JobRetry(c.job_handlers),
@@ -166,6 +174,7 @@ def create_app(c: Components) -> falcon.App:
         accounts=c.accounts,
         users=c.users,
         account_handlers=c.account_handlers,
+        sign_in=guard("console"),
     )
     for path, resource in {**routes, **console_routes}.items():
         app.add_route(path, with_head(resource))

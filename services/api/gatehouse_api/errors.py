@@ -21,6 +21,7 @@ from gatehouse.errors import (
     GatehouseError,
     NotFound,
     StoreUnavailable,
+    TooManyAttempts,
     Unauthorized,
     ValidationFailed,
 )
@@ -35,6 +36,7 @@ STATUS_OF: dict[type[GatehouseError], int] = {
     Unauthorized: 401,
     Forbidden: 403,
     Conflict: 409,
+    TooManyAttempts: 429,
     StoreUnavailable: 503,
     ConfigurationError: 500,
 }
@@ -106,6 +108,8 @@ def handle_domain(req: falcon.Request, resp: falcon.Response, exc: GatehouseErro
     elif isinstance(exc, StoreUnavailable):
         extra["store"] = exc.store
         headers = {"Retry-After": str(RETRY_AFTER_S)}
+    elif isinstance(exc, TooManyAttempts):
+        headers = {"Retry-After": str(exc.retry_after_s)}
     if status == 401:
         headers = {"WWW-Authenticate": "Bearer"}
     send_problem(resp, status, problem(status, exc.code, exc.detail, **extra), headers)

@@ -44,6 +44,10 @@ ERRORS = {
         "a field breaks a rule (`code` VALIDATION_ERROR): `field` and `detail` name the first, "
         "`errors` lists every invalid field found as {field, message}"
     ),
+    429: (
+        "too many failed authentication attempts from this client address (`code` TOO_MANY_ATTEMPTS): "
+        "every request from it is refused for `Retry-After` seconds"
+    ),
     503: (
         "a store is not answering (`code` STORE_UNAVAILABLE, `store` names it), another change holds "
         "what this request writes (RESOURCE_BUSY), or PostgreSQL took too long (STATEMENT_TIMEOUT); "
@@ -79,7 +83,8 @@ def contract(
     body: tuple[type[BaseModel], bool] | None = None,
     params: Sequence[dict[str, Any]] = (),
 ) -> Callable[[Responder], Responder]:
-    """Declare a responder's operation. An authenticated one also answers 503 (it reads a store)."""
+    """Declare a responder's operation. An authenticated one also answers 429 (its client locked out
+    after failed attempts) and 503 (it reads a store)."""
     if stray := set(notes or {}) - set(errors):
         raise ValueError(f"notes on statuses not among the errors: {sorted(stray)}")
 
@@ -177,7 +182,8 @@ class Document:
             if model is not None:
                 responses[str(status)]["content"] = {"application/json": {"schema": self.ref(model)}}
         problem = self.ref(s.Problem)
-        errors = c.errors if public else (*c.errors, 503)  # every authenticated operation reads a store
+        # Every authenticated operation is throttled per client address and reads a store.
+        errors = c.errors if public else (*c.errors, 429, 503)
         for status in errors:
             description = c.notes.get(status, ERRORS[status])
             responses[str(status)] = {"description": description, "content": {PROBLEM: {"schema": problem}}}

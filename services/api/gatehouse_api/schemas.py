@@ -32,10 +32,25 @@ from gatehouse.webhooks import tables as webhooks_tables
 NON_BLANK = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
 # Any text without NUL, empty included.
 NO_NUL = r"^[^\u0000]*$"
+# Unicode's format characters (category Cf as of Unicode 14): bidi controls and overrides, zero-width
+# spaces and joiners, the soft hyphen, tags. Invisible, they make a name read as another or reverse
+# the text around it (a console page's title), so names refuse them; free text (descriptions) keeps them.
+FORMAT_CHARS = (
+    r"\u00AD\u0600-\u0605\u061C\u06DD\u070F\u0890-\u0891\u08E2\u180E\u200B-\u200F\u202A-\u202E"
+    r"\u2060-\u2064\u2066-\u206F\uFEFF\uFFF9-\uFFFB\U000110BD\U000110CD\U00013430-\U00013438"
+    r"\U0001BCA0-\U0001BCA3\U0001D173-\U0001D17A\U000E0001\U000E0020-\U000E007F"
+)
+# A name (of an account, a staff user, a product, an attribute, a price list; a customer's reference):
+# some visible character, no NUL, no format character.
+NAME = rf"^[^\u0000{FORMAT_CHARS}]*[^\s\u0000{FORMAT_CHARS}][^\u0000{FORMAT_CHARS}]*$"
 # What a value breaking each pattern of these bodies is told, in words (a raw regex means nothing to a user).
 PATTERN_RULES = {
     NON_BLANK: "must hold at least one visible character, and no NUL character",
     NO_NUL: "must not contain a NUL character",
+    NAME: (
+        "must hold at least one visible character, and no NUL or invisible formatting character "
+        "(a bidi control, a zero-width space or joiner)"
+    ),
     EMAIL_PATTERN: "must be an email address such as ops@example.com",
     catalog.SKU_PATTERN: catalog.SKU_RULE,
     catalog.CODE_PATTERN: catalog.CODE_RULE,
@@ -49,7 +64,7 @@ class Body(BaseModel):
 
 
 class CreateAccount(Body):
-    name: Annotated[str, StringConstraints(max_length=200, pattern=NON_BLANK)]
+    name: Annotated[str, StringConstraints(max_length=200, pattern=NAME)]
     wbToken: Annotated[str, StringConstraints(max_length=4096, pattern=NON_BLANK)]
 
 
@@ -59,8 +74,8 @@ class ImportRequest(Body):
     dateTo: date = Field(description="last day, YYYY-MM-DD, not before dateFrom")
 
 
-class AutobidderSyncRequest(Body):
-    """No options yet; the body may be empty or ``{}``."""
+class SyncRequest(Body):
+    """A user's WB sync (autobidder, inventory): no options yet; the body may be empty or ``{}``."""
 
 
 class Reply(BaseModel):
@@ -216,7 +231,7 @@ class CreateUser(Body):
     email: Annotated[str, StringConstraints(max_length=EMAIL_MAX, pattern=EMAIL_PATTERN)] = Field(
         description="stored lower-cased; unique regardless of case"
     )
-    name: Annotated[str, StringConstraints(max_length=USER_NAME_MAX, pattern=NON_BLANK)]
+    name: Annotated[str, StringConstraints(max_length=USER_NAME_MAX, pattern=NAME)]
 
 
 class UserCreated(Reply):
@@ -240,11 +255,11 @@ class UserList(Reply):
 # -- B2B: catalog (admin) ----------------------------------------------------------------
 
 Sku = Annotated[str, StringConstraints(max_length=catalog.SKU_MAX, pattern=catalog.SKU_PATTERN)]
-ProductName = Annotated[str, StringConstraints(max_length=catalog.NAME_MAX, pattern=NON_BLANK)]
+ProductName = Annotated[str, StringConstraints(max_length=catalog.NAME_MAX, pattern=NAME)]
 Description = Annotated[str, StringConstraints(max_length=catalog.DESCRIPTION_MAX, pattern=NO_NUL)]
 Status = Literal[catalog.STATUSES]  # type: ignore[valid-type]
 Code = Annotated[str, StringConstraints(max_length=catalog.CODE_MAX, pattern=catalog.CODE_PATTERN)]
-Label = Annotated[str, StringConstraints(max_length=catalog.LABEL_MAX, pattern=NON_BLANK)]
+Label = Annotated[str, StringConstraints(max_length=catalog.LABEL_MAX, pattern=NAME)]
 VALUE_SCHEMA: list[dict[str, Any]] = [
     {"type": "string", "maxLength": catalog.VALUE_MAX, "pattern": NO_NUL},
     {"type": "number"},
@@ -640,7 +655,7 @@ class SetModule(Body):
 
 # -- B2B: carts, price lists, RFQs (their moves in time are sweeps, jobs on the workers) ------
 
-CustomerRef = Annotated[str, StringConstraints(max_length=sweeps.CUSTOMER_REF_MAX, pattern=NON_BLANK)]
+CustomerRef = Annotated[str, StringConstraints(max_length=sweeps.CUSTOMER_REF_MAX, pattern=NAME)]
 
 
 class CartItem(Body):
@@ -677,7 +692,7 @@ class CartView(Reply):
 
 
 class CreatePriceList(Body):
-    name: Annotated[str, StringConstraints(max_length=sweeps.NAME_MAX, pattern=NON_BLANK)]
+    name: Annotated[str, StringConstraints(max_length=sweeps.NAME_MAX, pattern=NAME)]
     validFrom: AwareDatetime
     validTo: AwareDatetime = Field(description="after validFrom")
 

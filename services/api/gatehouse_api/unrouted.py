@@ -20,6 +20,7 @@ import falcon
 
 from gatehouse.errors import NotFound
 from gatehouse_api.auth import Authenticate
+from gatehouse_api.hygiene import is_v1
 from gatehouse_api.openapi import FIELD
 
 # How a path field's thing is called where its name alone would not say it.
@@ -71,7 +72,7 @@ class NoRoute:
         self.templates = [_Template(t) for t in templates if ":uuid" in t]
 
     def __call__(self, req: falcon.Request, resp: falcon.Response, **params: Any) -> None:
-        if req.path == "/v1" or req.path.startswith("/v1/"):
+        if is_v1(req):
             self.authenticate.check(req)
         for template in self.templates:
             if found := template.not_a_uuid(req.path):

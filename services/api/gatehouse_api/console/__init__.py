@@ -12,6 +12,7 @@ from gatehouse.accounts import Accounts
 from gatehouse.handlers import AccountHandlers, JobHandlers, ModuleHandlers
 from gatehouse.modules import ModuleStates
 from gatehouse.users import Users
+from gatehouse_api.auth import AuthGuard
 from gatehouse_api.console import accounts as account_pages
 from gatehouse_api.console import bulk as bulk_pages
 from gatehouse_api.console import jobs as job_pages
@@ -45,10 +46,11 @@ def build(
     accounts: Accounts,
     users: Users,
     account_handlers: AccountHandlers,
+    sign_in: AuthGuard,
 ) -> dict[str, object]:
     hooks = (console, webhooks, webhook_actions, modules_)
     pages = {
-        "/login": signin.Login(console),
+        "/login": signin.Login(console, sign_in),
         "/logout": signin.Logout(console),
         "/static/{name}": signin.Static(console),
         "/accounts": account_pages.Accounts(console, gates),

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import falcon
 
+from gatehouse_api.auth import AuthGuard
 from gatehouse_api.console.session import COOKIE
-from gatehouse_api.console.web import PREFIX, STATIC, STATIC_TYPES, Page, back, form
+from gatehouse_api.console.web import PREFIX, STATIC, STATIC_TYPES, Console, Page, back, form
 
 
 def _next(value: str | None) -> str:
@@ -18,6 +19,10 @@ def _next(value: str | None) -> str:
 class Login(Page):
     signed_out = True
 
+    def __init__(self, console: Console, guard: AuthGuard) -> None:
+        super().__init__(console)
+        self.guard = guard
+
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         if req.context.console is not None:
             back(resp, _next(req.get_param("next")))
@@ -25,9 +30,11 @@ class Login(Page):
         self.console.render(req, resp, "login.html", next=_next(req.get_param("next")), error=None)
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        address = self.guard.admit(req)  # a locked-out address: 429, its token unread
         fields = form(req)
         opened = self.console.sessions.open(fields.get("token", "").strip())
         if opened is None:
+            self.guard.failed(address)
             resp.status = falcon.HTTP_401
             error = (
                 "That is not the admin token or a staff user's key (account keys cannot open the console)."

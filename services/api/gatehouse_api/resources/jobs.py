@@ -11,7 +11,7 @@ from gatehouse import digitization, progress
 from gatehouse.accounts import Accounts
 from gatehouse.errors import NotFound
 from gatehouse.handlers import JobHandlers
-from gatehouse.job_types import AUTOBIDDER_SYNC_USER, IMPORT_KINDS, REGISTRY, JobType
+from gatehouse.job_types import AUTOBIDDER_SYNC_USER, IMPORT_KINDS, INVENTORY_SYNC_USER, REGISTRY, JobType
 from gatehouse.jobs import JobRecord, JobStore
 from gatehouse.models import STATES, TIERS
 from gatehouse.paging import instant
@@ -19,7 +19,7 @@ from gatehouse_api.auth import principal, require_account, require_admin
 from gatehouse_api.body import read_json
 from gatehouse_api.openapi import contract, page_params, query
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit, uuid_param
-from gatehouse_api.schemas import AutobidderSyncRequest, ImportRequest, JobAccepted, JobPage, JobView
+from gatehouse_api.schemas import ImportRequest, JobAccepted, JobPage, JobView, SyncRequest
 
 
 def job_view(job: JobRecord) -> dict:
@@ -121,17 +121,37 @@ class DigitizationImports(_Create):
         self.accept(req, resp, IMPORT_KINDS[body.kind], account_id, payload)
 
 
-class AutobidderSync(_Create):
-    @contract(
-        "Start an autobidder sync (campaigns, stats, bids)",
-        (202, JobAccepted, "accepted, or the live sync (alreadyRunning)"),
-        (400, 401, 404, 413, 415, 422),
-        body=(AutobidderSyncRequest, False),
-    )
-    def on_post(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
+class _Sync(_Create):
+    """A user's WB sync of one kind (``job_type``): an optional empty body, one live job per account."""
+
+    job_type: JobType
+
+    def sync(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_account(req, account_id)
-        read_json(req, AutobidderSyncRequest, max_bytes=self.max_body_bytes, allow_empty=True)
-        self.accept(req, resp, AUTOBIDDER_SYNC_USER, account_id, {})
+        read_json(req, SyncRequest, max_bytes=self.max_body_bytes, allow_empty=True)
+        self.accept(req, resp, self.job_type, account_id, {})
+
+
+SYNC_REPLIES = (
+    (202, JobAccepted, "accepted, or the live sync (alreadyRunning)"),
+    (400, 401, 404, 413, 415, 422),
+)
+
+
+class AutobidderSync(_Sync):
+    job_type = AUTOBIDDER_SYNC_USER
+
+    @contract("Start an autobidder sync (campaigns, stats, bids)", *SYNC_REPLIES, body=(SyncRequest, False))
+    def on_post(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
+        self.sync(req, resp, account_id)
+
+
+class InventorySync(_Sync):
+    job_type = INVENTORY_SYNC_USER
+
+    @contract("Start an inventory sync (stocks on WB warehouses)", *SYNC_REPLIES, body=(SyncRequest, False))
+    def on_post(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
+        self.sync(req, resp, account_id)
 
 
 class JobStatus:

@@ -81,6 +81,7 @@ def rnp_finance(ctx: JobContext, data: WbData, report_page_rows: int) -> dict[st
 
 
 @job(jt.INVENTORY_SYNC)
+@job(jt.INVENTORY_SYNC_USER)  # the same sync, asked for by a user (POST …/inventory/sync)
 def inventory_sync(ctx: JobContext, data: WbData) -> dict[str, Any]:
     """Stocks on WB warehouses, page by page on the offset."""
     offset = ctx.checkpoint.get("offset", 0)
