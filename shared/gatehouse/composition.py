@@ -52,7 +52,7 @@ from gatehouse.wb.limits import Limit, client_limits
 from gatehouse.wb.pauses import AccountPauses
 from gatehouse.webhooks import sender
 from gatehouse.webhooks.handlers import WebhookHandlers
-from gatehouse.webhooks.safety import Allowlist
+from gatehouse.webhooks.safety import Allowlist, Guard
 from gatehouse.webhooks.slots import EndpointSlots
 from gatehouse.webhooks.store import WebhookStore
 from gatehouse.workers import Liveness
@@ -175,11 +175,13 @@ def bootstrap(
     catalog = CatalogStore(engine)
     bulk = BulkStore(engine, jobs=jobs, notifications=notifications)
     # Webhook secrets are encrypted like WB tokens (TOKEN_ENCRYPTION_KEY; unset: refused when needed).
+    # One SSRF guard checks a URL when it is saved and before each run, and each connection's addresses.
+    guard = Guard(Allowlist.parse(settings.webhook_allowed_hosts))
     webhooks = WebhookStore(
         engine,
         jobs,
         cipher=lambda: cipher or TokenCipher(settings),
-        allowlist=Allowlist.parse(settings.webhook_allowed_hosts),
+        guard=guard,
         batch_size=settings.webhook_batch_size,
         first_delay_ms=round(settings.webhook_retry_schedule_ms[0] * settings.retry_delay_scale),
         rotation_grace_ms=settings.webhook_rotation_grace_ms,
@@ -232,7 +234,7 @@ def bootstrap(
             uow,
             webhooks,
             webhook_slots,
-            transport=Lazy(sender.transport),
+            transport=Lazy(lambda: sender.transport(guard)),
             max_per_endpoint=settings.webhook_max_per_endpoint,
             timeout_ms=settings.webhook_timeout_ms,
             attempts=policies.of(WEBHOOK_DELIVER).attempts,

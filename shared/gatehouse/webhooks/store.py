@@ -34,7 +34,7 @@ from gatehouse.job_types import WEBHOOK_DELIVER, WEBHOOK_REPLAY
 from gatehouse.jobs import Accepted, JobStore
 from gatehouse.paging import newest_first
 from gatehouse.webhooks import signing
-from gatehouse.webhooks.safety import Allowlist, check_url
+from gatehouse.webhooks.safety import Guard
 from gatehouse.webhooks.tables import (
     ATTEMPT_COLUMNS,
     DELIVERY_SELECT,
@@ -221,28 +221,25 @@ class WebhookStore:
         jobs: JobStore,
         *,
         cipher: Callable[[], TokenCipher],
-        allowlist: Allowlist,
+        guard: Guard,
         batch_size: int,
         first_delay_ms: int,
         rotation_grace_ms: int,
-        resolve: Callable[..., list[str]] | None = None,
     ) -> None:
         self.engine = engine
         self.jobs = jobs
         self._cipher = cipher
-        self.allowlist = allowlist
+        self.guard = guard
         self.batch_size = batch_size
         # WEBHOOK_RETRY_SCHEDULE_MS[0] (scaled): the wait before a series' first attempt.
         self.first_delay_ms = first_delay_ms
         self.rotation_grace_ms = rotation_grace_ms
-        self._resolve = resolve
 
     # -- safety --------------------------------------------------------------------
 
     def check_url(self, url: str) -> None:
         """Refuse a target the SSRF rules forbid (checked at creation and before each attempt)."""
-        kwargs = {"resolve": self._resolve} if self._resolve else {}
-        check_url(url, self.allowlist, **kwargs)
+        self.guard.check_url(url)
 
     # -- the outbox -----------------------------------------------------------------
 
