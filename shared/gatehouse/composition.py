@@ -41,6 +41,7 @@ from gatehouse.modules import ModuleStates
 from gatehouse.notifications import NotificationStore
 from gatehouse.notifications.handlers import NotificationHandlers
 from gatehouse.retention import RetentionHandlers, RetentionPolicy
+from gatehouse.rotation import KeyRotation
 from gatehouse.schedules import ScheduleRuns, schedules
 from gatehouse.search import SearchStore
 from gatehouse.settings import Settings
@@ -110,6 +111,7 @@ class Components:
     webhook_handlers: WebhookHandlers
     sweep_handlers: SweepHandlers
     retention_handlers: RetentionHandlers
+    key_rotation: KeyRotation
     skip_streaks: SkipStreaks
     fan_out_handlers: FanOutHandlers
     hot: HotAccounts
@@ -255,6 +257,7 @@ def bootstrap(
             RetentionPolicy.from_settings(settings),
             batch_size=settings.prune_batch_size,
         ),
+        key_rotation=KeyRotation(uow, accounts, webhooks),
         skip_streaks=skip_streaks,
         fan_out_handlers=FanOutHandlers(
             uow,

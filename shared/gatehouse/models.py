@@ -40,6 +40,8 @@ class Account(SQLModel, table=True):
     name: str
     # The seller's WB API token, Fernet-encrypted (gatehouse.crypto); never returned by the API.
     wb_token_encrypted: str | None = None
+    # Which key encrypted it (gatehouse.crypto.key_id); NULL: written before key ids were kept.
+    wb_token_key_id: str | None = None
     active: bool = Field(default=True, sa_column_kwargs={"server_default": text("true")})
     created_at: datetime = _tz(nullable=False, server_default=text("now()"))
 

@@ -156,6 +156,7 @@ def create_app(c: Components) -> falcon.App:
         module_handlers=c.module_handlers,
         schedules=schedule_views,
         overview=overview_views,
+        key_rotation=c.key_rotation,
     )
     for path, resource in {**routes, **console_routes}.items():
         app.add_route(path, with_head(resource))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from gatehouse.handlers import JobHandlers, ModuleHandlers
 from gatehouse.modules import ModuleStates
+from gatehouse.rotation import KeyRotation
 from gatehouse_api.console import accounts as account_pages
 from gatehouse_api.console import bulk as bulk_pages
 from gatehouse_api.console import jobs as job_pages
@@ -39,6 +40,7 @@ def build(
     module_handlers: ModuleHandlers,
     schedules: ScheduleViews,
     overview: OverviewViews,
+    key_rotation: KeyRotation,
 ) -> dict[str, object]:
     hooks = (console, webhooks, webhook_actions, modules_)
     pages = {
@@ -63,7 +65,7 @@ def build(
         "/webhooks/deliveries": webhook_pages.Deliveries(*hooks),
         "/webhooks/deliveries/{delivery_id:uuid}": webhook_pages.Delivery(*hooks),
         "/webhooks/deliveries/{delivery_id:uuid}/replay": webhook_pages.ReplayDelivery(*hooks),
-        "": overview_pages.Overview(console, overview),
+        "": overview_pages.Overview(console, overview, key_rotation),
         "/schedules": schedule_pages.Schedules(console, schedules),
         "/schedules/{name}/run": schedule_pages.RunSchedule(console, schedules),
     }
