@@ -84,9 +84,7 @@ def test_an_address_that_does_not_answer_hands_over_to_the_next_checked_one():
     assert recorded.connects == [(PUBLIC_V6, 8080), (PUBLIC, 8080)]
 
 
-@pytest.mark.parametrize(
-    "answer", [["127.0.0.1"], [PUBLIC, "10.0.0.5"], ["::ffff:169.254.169.254"]], ids=str
-)
+@pytest.mark.parametrize("answer", [["127.0.0.1"], [PUBLIC, "10.0.0.5"], ["::ffff:169.254.169.254"]], ids=str)
 def test_a_name_answering_any_forbidden_address_is_refused_before_any_connect(answer, caplog):
     recorded = Recorded()
 
