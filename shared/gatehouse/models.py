@@ -35,6 +35,14 @@ class Account(SQLModel, table=True):
     """A Wildberries seller account (кабинет)."""
 
     __tablename__ = "accounts"
+    # The tokens not under the current key, by index ranges (gatehouse.crypto; migration 0022).
+    __table_args__ = (
+        Index(
+            "accounts_wb_token_key",
+            "wb_token_key_id",
+            postgresql_where=text("wb_token_encrypted IS NOT NULL"),
+        ),
+    )
 
     id: uuid.UUID = Field(default_factory=uuid.uuid4, primary_key=True)
     name: str
