@@ -62,7 +62,8 @@ class UrlRefused(ValidationFailed):
 
 def _refused(code: str, why: str) -> UrlRefused:
     """A FORBIDDEN or UNRESOLVABLE refusal: the caller learns which, the log learns why."""
-    log.info("webhook target refused (%s): %s", code, why)
+    # A warning: someone may be probing what our network reaches (and the API logs no INFO lines).
+    log.warning("webhook target refused (%s): %s", code, why)
     return UrlRefused(NOT_ALLOWED if code == FORBIDDEN else NOT_RESOLVED, code=code, why=why)
 
 

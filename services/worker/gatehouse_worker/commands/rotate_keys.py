@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from psycopg import OperationalError as PsycopgOperationalError
-from psycopg_pool import PoolTimeout
-from sqlalchemy.exc import OperationalError
+from gatehouse_worker import commands
 
-from gatehouse.errors import ConfigurationError
+if TYPE_CHECKING:
+    from gatehouse.composition import Components
 
 EXIT_OK, EXIT_LEFT, EXIT_CONFIG = 0, 1, 4
 PROG = "gatehouse-rotate-keys"
@@ -46,17 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-batches", type=_positive, help="stop after this many batches (default: all)")
     args = parser.parse_args(argv)
 
-    from gatehouse.composition import bootstrap
-    from gatehouse.settings import load_settings
-
-    try:
-        settings = load_settings()
-        settings.require("token_encryption_key")
-        built = bootstrap(settings)
-    except ConfigurationError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-    try:
+    def rotate(built: Components) -> int:
         if args.dry_run:
             left = built.key_rotation.old_key_rows()
         else:
@@ -69,14 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         for table, n in left.items():
             print(f"{table}: {n} row(s) still under an old key")
         return EXIT_LEFT if any(left.values()) and not args.dry_run else EXIT_OK
-    except ConfigurationError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-    except (OperationalError, PsycopgOperationalError, PoolTimeout) as exc:
-        print(f"{PROG}: PostgreSQL is not reachable: {getattr(exc, 'orig', exc)}", file=sys.stderr)
-        return EXIT_CONFIG
-    finally:
-        built.close()
+
+    return commands.run(PROG, rotate, exit_config=EXIT_CONFIG)
 
 
 if __name__ == "__main__":
