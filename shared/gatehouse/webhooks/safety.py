@@ -45,8 +45,7 @@ INVALID = "WEBHOOK_URL_INVALID"
 INSECURE = "WEBHOOK_URL_INSECURE"
 UNRESOLVABLE = "WEBHOOK_URL_UNRESOLVABLE"
 FORBIDDEN = "WEBHOOK_URL_FORBIDDEN"
-
-
+# What a refused caller is told: never what the host resolves to.
 NOT_ALLOWED = "the webhook URL's host is not allowed"
 NOT_RESOLVED = "the webhook URL's host does not resolve"
 

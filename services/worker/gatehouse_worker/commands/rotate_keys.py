@@ -9,8 +9,8 @@ re-encrypted and, per table, how many rows still use an old key; once that is 0 
 the old keys may be removed from TOKEN_ENCRYPTION_KEY. With --dry-run it only prints that count.
 
 Exit codes: 0 no row uses an old key any more; 1 some still do (--max-batches stopped it, or a
-secret no key decrypts: its key was removed too early); 4 bad configuration (DATABASE_URL,
-TOKEN_ENCRYPTION_KEY) or PostgreSQL unreachable.
+secret no key decrypts: its key was removed too early); with --dry-run 0 whatever the count;
+4 bad configuration (DATABASE_URL, REDIS_URL, TOKEN_ENCRYPTION_KEY) or PostgreSQL unreachable.
 """
 
 from __future__ import annotations
