@@ -72,6 +72,7 @@ from gatehouse.jobs import JobMessage
 from gatehouse.settings import Settings
 from gatehouse.uow import UnitOfWork
 from gatehouse.webhooks import sender, signing
+from gatehouse.webhooks.safety import Allowlist, Guard
 
 PROCESSES, THREADS = 2, 8
 ENDPOINTS = 8
@@ -438,7 +439,10 @@ def tree(pid: int) -> list[psutil.Process]:
 
 def httpx_costs(urls: list[str], body: str, headers: dict[str, str], n: int = 2_000) -> dict[str, float]:
     """CPU µs per POST in this process, one thread: the floor's ``Client.post`` and the workers' sender."""
-    client, transport = httpx.Client(limits=sender.LIMITS), sender.transport()
+    client, transport = (
+        httpx.Client(limits=sender.LIMITS),
+        sender.transport(Guard(Allowlist.parse(["127.0.0.0/8"]))),
+    )
     targets = [httpx.URL(u) for u in urls]
     ways = {
         "httpx.Client.post": lambda i: client.post(urls[i % len(urls)], content=body, headers=headers),

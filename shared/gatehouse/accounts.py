@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Engine, text
 
 from gatehouse.audit import ADMIN_ACTOR
-from gatehouse.crypto import TokenCipher
+from gatehouse.crypto import Encrypted, Reencrypted, TokenCipher, reencrypt
 from gatehouse.db import Statements
 from gatehouse.errors import ConfigurationError, NotFound
 from gatehouse.keys import LIVE, STALE, KeyRecord, KeyTable, Touched, sha256, split
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from gatehouse.uow import Tx
 
 KEY_PREFIX = "ghk_"
+TOKENS = Encrypted("accounts", (("wb_token_encrypted", "wb_token_key_id"),))
 
 
 @dataclass(frozen=True)
@@ -106,11 +107,16 @@ class Accounts:
         return self._cipher
 
     def create(self, tx: Tx, name: str, wb_token: str) -> Account:
-        params = {"id": uuid.uuid4(), "name": name, "token": self.cipher.encrypt(wb_token)}
+        params = {
+            "id": uuid.uuid4(),
+            "name": name,
+            "token": self.cipher.encrypt(wb_token),
+            "key_id": self.cipher.key_id,
+        }
         row = tx.conn.execute(
             text(
-                "INSERT INTO accounts (id, name, wb_token_encrypted) VALUES (:id, :name, :token) "
-                f"RETURNING {ACCOUNT_COLUMNS}"
+                "INSERT INTO accounts (id, name, wb_token_encrypted, wb_token_key_id) "
+                f"VALUES (:id, :name, :token, :key_id) RETURNING {ACCOUNT_COLUMNS}"
             ),
             params,
         ).one()
@@ -128,6 +134,15 @@ class Accounts:
         if not encrypted:
             raise NotFound(f"account {account_id} has no WB token")
         return self.cipher.decrypt(encrypted)
+
+    def reencrypt_tokens(self, tx: Tx, *, after: uuid.UUID, limit: int) -> Reencrypted:
+        """The next ``limit`` WB tokens after account ``after`` not under the first key, encrypted with it."""
+        return reencrypt(tx.conn, TOKENS, self.cipher, after=after, limit=limit)
+
+    def old_key_tokens(self) -> int:
+        """Accounts whose WB token is not under the first key of TOKEN_ENCRYPTION_KEY."""
+        with self.engine.connect() as conn:
+            return TOKENS.old_key_rows(conn, self.cipher)
 
     def active_ids(self, *, after: uuid.UUID | None = None, limit: int) -> list[uuid.UUID]:
         """Up to ``limit`` active accounts in id order, those after ``after`` (a fan-out's chunks)."""

@@ -42,6 +42,7 @@ from gatehouse.modules import ModuleStates
 from gatehouse.notifications import NotificationStore
 from gatehouse.notifications.handlers import NotificationHandlers
 from gatehouse.retention import RetentionHandlers, RetentionPolicy
+from gatehouse.rotation import KeyRotation
 from gatehouse.schedules import ScheduleRuns, schedules
 from gatehouse.search import SearchStore
 from gatehouse.settings import Settings
@@ -53,7 +54,7 @@ from gatehouse.wb.limits import Limit, client_limits
 from gatehouse.wb.pauses import AccountPauses
 from gatehouse.webhooks import sender
 from gatehouse.webhooks.handlers import WebhookHandlers
-from gatehouse.webhooks.safety import Allowlist
+from gatehouse.webhooks.safety import Allowlist, Guard
 from gatehouse.webhooks.slots import EndpointSlots
 from gatehouse.webhooks.store import WebhookStore
 from gatehouse.workers import Liveness
@@ -111,6 +112,7 @@ class Components:
     webhook_handlers: WebhookHandlers
     sweep_handlers: SweepHandlers
     retention_handlers: RetentionHandlers
+    key_rotation: KeyRotation
     skip_streaks: SkipStreaks
     fan_out_handlers: FanOutHandlers
     hot: HotAccounts
@@ -179,11 +181,13 @@ def bootstrap(
     catalog = CatalogStore(engine)
     bulk = BulkStore(engine, jobs=jobs, notifications=notifications)
     # Webhook secrets are encrypted like WB tokens (TOKEN_ENCRYPTION_KEY; unset: refused when needed).
+    # One SSRF guard checks a URL when it is saved and before each run, and each connection's addresses.
+    guard = Guard(Allowlist.parse(settings.webhook_allowed_hosts))
     webhooks = WebhookStore(
         engine,
         jobs,
         cipher=lambda: cipher or TokenCipher(settings),
-        allowlist=Allowlist.parse(settings.webhook_allowed_hosts),
+        guard=guard,
         batch_size=settings.webhook_batch_size,
         first_delay_ms=round(settings.webhook_retry_schedule_ms[0] * settings.retry_delay_scale),
         rotation_grace_ms=settings.webhook_rotation_grace_ms,
@@ -236,7 +240,7 @@ def bootstrap(
             uow,
             webhooks,
             webhook_slots,
-            transport=Lazy(sender.transport),
+            transport=Lazy(lambda: sender.transport(guard)),
             max_per_endpoint=settings.webhook_max_per_endpoint,
             timeout_ms=settings.webhook_timeout_ms,
             attempts=policies.of(WEBHOOK_DELIVER).attempts,
@@ -257,6 +261,7 @@ def bootstrap(
             RetentionPolicy.from_settings(settings),
             batch_size=settings.prune_batch_size,
         ),
+        key_rotation=KeyRotation(uow, accounts, webhooks),
         skip_streaks=skip_streaks,
         fan_out_handlers=FanOutHandlers(
             uow,

@@ -138,9 +138,18 @@ def _clamped(timeout: float | None, error: type[Exception]) -> float | None:
         raise error("the exchange's total deadline has passed") from None
 
 
-def transport(**options: Any) -> httpx.HTTPTransport:
-    """httpx's HTTPTransport (``options`` as for it) whose sockets never wait past the thread's deadline."""
-    return _bound(httpx.HTTPTransport(**options))
+def transport(
+    network: Callable[[httpcore.NetworkBackend], httpcore.NetworkBackend] | None = None, **options: Any
+) -> httpx.HTTPTransport:
+    """httpx's HTTPTransport (``options`` as for it) whose sockets never wait past the thread's deadline.
+
+    ``network`` wraps the bounded network backend (where connections go: gatehouse.webhooks.pinning);
+    each connect it makes is bounded like any other.
+    """
+    http = _bound(httpx.HTTPTransport(**options))
+    if network is not None:
+        http._pool._network_backend = network(http._pool._network_backend)
+    return http
 
 
 def client(http: httpx.Client) -> httpx.Client:

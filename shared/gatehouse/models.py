@@ -35,11 +35,21 @@ class Account(SQLModel, table=True):
     """A Wildberries seller account (кабинет)."""
 
     __tablename__ = "accounts"
+    # The tokens not under the current key, by index ranges (gatehouse.crypto; migration 0022).
+    __table_args__ = (
+        Index(
+            "accounts_wb_token_key",
+            "wb_token_key_id",
+            postgresql_where=text("wb_token_encrypted IS NOT NULL"),
+        ),
+    )
 
     id: uuid.UUID = Field(default_factory=uuid.uuid4, primary_key=True)
     name: str
     # The seller's WB API token, Fernet-encrypted (gatehouse.crypto); never returned by the API.
     wb_token_encrypted: str | None = None
+    # Which key encrypted it (gatehouse.crypto.key_id); NULL: written before key ids were kept.
+    wb_token_key_id: str | None = None
     active: bool = Field(default=True, sa_column_kwargs={"server_default": text("true")})
     created_at: datetime = _tz(nullable=False, server_default=text("now()"))
 

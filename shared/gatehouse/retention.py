@@ -6,7 +6,10 @@ What outlived its retention is deleted by ``RetentionHandlers.prune``, which the
 - finished jobs, by their type's retention (``JobType.retention``, else JOB_RETENTION_COMPLETED /
   JOB_RETENTION_FAILED), never a live one nor the latest finished one of its (account, type);
 - delivered and dead webhook deliveries (WEBHOOK_RETENTION_DELIVERED / _DEAD) with their attempts;
-- notifications (NOTIFICATION_RETENTION) and audit rows (AUDIT_RETENTION).
+- notifications (NOTIFICATION_RETENTION) and audit rows (AUDIT_RETENTION);
+
+and a webhook endpoint's previous secret is forgotten once its grace period
+(WEBHOOK_ROTATION_GRACE_MS) has ended: it signs nothing any more, and is one secret fewer at rest.
 
 Imported WB data is the customer's and is never pruned. Each table's rows are deleted by its one
 writer (the job store, the webhook and notification stores, gatehouse.audit), in batches of
@@ -140,7 +143,12 @@ class RetentionHandlers:
                 n = audit.prune(tx.conn, age_ms=self.policy.audit_ms, limit=self.batch_size)
             if not counted(audit_log=n):
                 break
-        log.info("pruned in %d batch(es): %s", run.batches, run.summary())
+        with self.uow.begin() as tx:
+            cleared = self.webhooks.clear_expired_previous_secrets(tx)
+        log.info(
+            "pruned in %d batch(es): %s; %d previous webhook secret(s) cleared",
+            run.batches, run.summary(), cleared,
+        )  # fmt: skip
         return run
 
     def prunable(self) -> PruneRun:

@@ -215,8 +215,10 @@ def _run(processes, gh, sql, receiver: Receiver) -> None:
         if form in line
     ]
     assert leaks == [], "\n".join(f"{name} in {where}: {line}" for name, where, line in leaks)
-    # (and the logs searched are the real ones: the worker's WB calls and delivery, the API's requests)
-    assert "/api/advert/" in worker.log() and "/hook" in worker.log() and "POST /v1/accounts" in api.log()
+    # (and the logs searched are the real ones: the worker's WB calls and delivery — its URL as scheme
+    # and host — the API's requests)
+    assert "/api/advert/" in worker.log() and "POST /v1/accounts" in api.log()
+    assert "deliveries to http://127.0.0.1 delivered" in worker.log()
 
 
 def _answers(url: str) -> bool:

@@ -248,3 +248,19 @@ def test_with_redis_really_gone_the_overview_still_answers_fast_with_what_postgr
     user = next(q for q in twin.json["queues"] if q["name"] == "wb-user")
     assert user["ready"] == 1 and user["deadLetters"] is None and twin.json["workers"] is None
     assert took < 1.5, took
+
+
+def test_the_overview_counts_the_secrets_still_under_an_old_key_on_a_page_load(client, cookie, gh, sql):
+    account = gh.account_handlers.create_account("a", "wb-token")
+    gh.account_handlers.create_account("b", "wb-token")
+
+    page = client.simulate_get("/console", headers=cookie).text
+    assert 'data-old-keys="0"' in page and "Every stored secret" in page
+
+    # A token written under another key (or before key ids were kept)
+    sql("UPDATE accounts SET wb_token_key_id = 'an-old-key' WHERE id = :id", id=account.id)
+    page = client.simulate_get("/console", headers=cookie).text
+    assert 'data-old-keys="1"' in page and "gatehouse-rotate-keys" in page
+    # The live refreshes replace only their own parts, and do not count again
+    live = client.simulate_get("/console", headers={**cookie, "X-Console-Live": "1"}).text
+    assert "data-old-keys" not in live

@@ -188,3 +188,28 @@ def test_runs_written_by_the_product_and_aged_are_pruned_but_the_latest_and_its_
     assert (run.deleted["jobs"], run.deleted["notifications"]) == (2, 1)
     assert gh.jobs.get(first) is None and gh.jobs.get(second) is None
     assert gh.jobs.get(last).state == "completed"
+
+
+def test_a_webhook_endpoints_previous_secret_is_cleared_once_its_grace_period_ended(built, sql):
+    c = built(webhook_allowed_hosts=["127.0.0.0/8"])
+    ended, current = (
+        c.webhook_handlers.create_endpoint(
+            "http://127.0.0.1:9/hook", event_types=None, description=""
+        ).endpoint.id
+        for _ in range(2)
+    )
+    for endpoint_id in (ended, current):
+        c.webhook_handlers.rotate_secret(endpoint_id)
+    sql(
+        "UPDATE webhook_endpoints SET previous_secret_until = now() - interval '1 second' WHERE id = :id",
+        id=ended,
+    )
+
+    c.retention_handlers.prune()
+
+    rows = sql(
+        "SELECT id, previous_secret, previous_secret_key_id, previous_secret_until FROM webhook_endpoints"
+    )
+    previous = {r[0]: r[1:] for r in rows}
+    assert previous[ended] == (None, None, None)  # forgotten: it signs nothing any more
+    assert all(previous[current])  # still in its grace period: kept

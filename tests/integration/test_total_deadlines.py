@@ -17,6 +17,7 @@ from gatehouse.wb import client as wb
 from gatehouse.wb.errors import WbTimeout
 from gatehouse.webhooks import sender
 from gatehouse_worker.jobs.notifications import SmtpServer, send
+from tests.support.receiver import LOOPBACK_GUARD
 from tests.support.trickle import trickling
 
 SLACK_S = 0.6  # the server notices a hang-up at its next byte (0.1 s) + scheduling
@@ -48,7 +49,7 @@ def test_a_wb_call_ends_by_the_enclosing_deadline_when_that_is_earlier():
 
 def test_a_webhook_receiver_that_trickles_its_answer_is_cut_at_the_attempt_deadline():
     with trickling(interval=0.1) as server:
-        transport = sender.transport()
+        transport = sender.transport(LOOPBACK_GUARD)
         start = time.monotonic()
         answer = sender.post(transport, httpx.URL(server.url + "/hook"), "{}", {}, 1.0)
         took = time.monotonic() - start

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from gatehouse.webhooks import sender
+from tests.support.receiver import LOOPBACK_GUARD
 
 REQUEST_END = b"\r\n\r\n"
 
@@ -66,7 +67,7 @@ def serve() -> Iterator[Callable[[Callable[[socket.socket], None]], tuple[httpx.
 def post(
     url: httpx.URL, transport: httpx.HTTPTransport | None = None, timeout_s: float = 5.0
 ) -> sender.Answer:
-    transport = transport or sender.transport()
+    transport = transport or sender.transport(LOOPBACK_GUARD)
     return sender.post(transport, url, '{"type":"webhook.test"}', {"webhook-id": "msg_1"}, timeout_s)
 
 
@@ -91,7 +92,7 @@ def test_a_redirect_is_answered_not_followed_and_a_cookie_is_never_sent_back(ser
         )
 
     url, heads = serve(redirect)
-    transport = sender.transport()
+    transport = sender.transport(LOOPBACK_GUARD)
     first, second = post(url, transport), post(url, transport)
     assert (first.status_code, first.ok, second.status_code) == (307, False, 307)
     assert len(heads) == 2 and all(h.startswith(b"POST /hook ") for h in heads)  # never /elsewhere

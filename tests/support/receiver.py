@@ -19,6 +19,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from gatehouse.webhooks import SignatureInvalid, verify
+from gatehouse.webhooks.safety import Allowlist, Guard
+
+# The SSRF guard of a sender that may reach these receivers (and nothing else local).
+LOOPBACK_GUARD = Guard(Allowlist.parse(["127.0.0.0/8", "::1"]))
 
 
 @dataclass(frozen=True)

@@ -175,6 +175,7 @@ def create_app(c: Components) -> falcon.App:
         users=c.users,
         account_handlers=c.account_handlers,
         sign_in=guard("console"),
+        key_rotation=c.key_rotation,
     )
     for path, resource in {**routes, **console_routes}.items():
         app.add_route(path, with_head(resource))

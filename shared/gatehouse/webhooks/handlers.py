@@ -3,7 +3,8 @@
 A run holds a batch of one endpoint's deliveries (the outbox's, at most
 WEBHOOK_BATCH_SIZE). It takes a slot of the endpoint (none free: it waits, no
 attempt spent), numbers an attempt of each undelivered delivery, checks the
-URL again (SSRF rules, the allowlist of now), then signs and POSTs them one
+URL again (SSRF rules, the allowlist of now; each new connection checks the
+addresses it goes to again: gatehouse.webhooks.pinning), then signs and POSTs them one
 after another in that one slot, and records what came back in one
 transaction. If any failed, the run raises, so the runtime schedules the next
 attempt of the ones left on WEBHOOK_RETRY_SCHEDULE_MS; ``Retry-After`` on a
@@ -28,6 +29,7 @@ from gatehouse.errors import Conflict, JobPaused, PermanentJobError, RetryLater,
 from gatehouse.jobs import Accepted
 from gatehouse.uow import UnitOfWork
 from gatehouse.webhooks import sender, signing
+from gatehouse.webhooks.safety import origin
 from gatehouse.webhooks.slots import EndpointSlots
 from gatehouse.webhooks.store import Answer, Attempt, Created, Run, WebhookStore
 from gatehouse.webhooks.tables import DeliveryRecord, EndpointRecord
@@ -210,10 +212,12 @@ class WebhookHandlers:
         finally:  # what was sent is recorded even when the run stops early (a lost lease or slot)
             self._end(run, answered, unsent=left, gone=gone)
         failures = [answer for _, answer, status in answered if status != "delivered"]
-        # One line per run (httpx's own line per request is off in workers: gatehouse_worker.wiring).
+        # One line per run (httpx's own line per request is off in workers: gatehouse_worker.wiring);
+        # the URL as scheme and host: a receiver may put a token in its path or query.
         log.info(
             "job %s: %d of %d deliveries to %s delivered%s",
-            run.job_id, len(answered) - len(failures), len(run.attempts), run.url, ", endpoint gone" if gone else "",
+            run.job_id, len(answered) - len(failures), len(run.attempts), origin(run.url),
+            ", endpoint gone" if gone else "",
         )  # fmt: skip
         if gone:
             raise PermanentJobError(f"{GONE}: disabled", code="endpoint-gone")

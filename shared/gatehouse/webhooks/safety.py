@@ -9,15 +9,21 @@ address. WEBHOOK_ALLOWED_HOSTS lets chosen hosts or networks through anyway, and
 over plain http too (local development, tests, an internal receiver).
 
 A URL is checked when its endpoint is created or edited and again before every
-delivery attempt. A name can resolve to a public address at the check and to a
-private one at connect time (DNS rebinding). Checking at every attempt shrinks
-that window to a single attempt; a deliverer that connects to
-``Target.addresses`` instead of resolving again closes it.
+run of deliveries. A name can resolve to a public address at the check and to a
+private one at connect time (DNS rebinding), so the deliverer never lets its HTTP
+client resolve a name: each new connection resolves the host once, through
+``Guard.addresses`` (every address checked), and connects to a checked address
+(gatehouse.webhooks.pinning).
+
+A refusal tells the caller only that the target is not allowed (or does not
+resolve): what a name resolves to inside our network is nobody else's business.
+The reason (``UrlRefused.why``) goes to the log.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 import re
 import socket
 from collections.abc import Callable, Iterable
@@ -33,17 +39,31 @@ Resolver = Callable[[str, int], list[str]]
 MAX_URL_LENGTH = 2000
 DEFAULT_PORTS = {"https": 443, "http": 80}
 
+log = logging.getLogger(__name__)
+
 INVALID = "WEBHOOK_URL_INVALID"
 INSECURE = "WEBHOOK_URL_INSECURE"
 UNRESOLVABLE = "WEBHOOK_URL_UNRESOLVABLE"
 FORBIDDEN = "WEBHOOK_URL_FORBIDDEN"
+# What a refused caller is told: never what the host resolves to.
+NOT_ALLOWED = "the webhook URL's host is not allowed"
+NOT_RESOLVED = "the webhook URL's host does not resolve"
 
 
 class UrlRefused(ValidationFailed):
-    """A webhook URL the guard refuses; ``code`` names the rule it breaks."""
+    """A webhook URL the guard refuses; ``code`` names the rule it breaks, ``why`` (for the log
+    only, never the caller) what was found."""
 
-    def __init__(self, detail: str, *, code: str) -> None:
+    def __init__(self, detail: str, *, code: str, why: str | None = None) -> None:
         super().__init__(detail, field="url", code=code)
+        self.why = why or detail
+
+
+def _refused(code: str, why: str) -> UrlRefused:
+    """A FORBIDDEN or UNRESOLVABLE refusal: the caller learns which, the log learns why."""
+    # A warning: someone may be probing what our network reaches (and the API logs no INFO lines).
+    log.warning("webhook target refused (%s): %s", code, why)
+    return UrlRefused(NOT_ALLOWED if code == FORBIDDEN else NOT_RESOLVED, code=code, why=why)
 
 
 @dataclass(frozen=True)
@@ -301,6 +321,28 @@ def _split(url: str) -> tuple[str, str, int, IPAddress | None]:
     return parts.scheme, host, port or DEFAULT_PORTS[parts.scheme], literal
 
 
+def _resolved(host: str, port: int, resolve: Resolver) -> tuple[str, ...]:
+    try:
+        addresses = tuple(dict.fromkeys(resolve(host, port)))
+    except (OSError, UnicodeError) as exc:
+        raise _refused(UNRESOLVABLE, f"{host} does not resolve ({exc})") from None
+    if not addresses:
+        raise _refused(UNRESOLVABLE, f"{host} resolves to no address")
+    return addresses
+
+
+def _allowlisted(host: str, addresses: tuple[str, ...], allowlist: Allowlist, *, literal: bool) -> bool:
+    """True when the allowlist lets ``host`` through; else each address must be public or in a
+    listed network (a name may resolve to both), or UrlRefused (FORBIDDEN)."""
+    if allowlist.allows(host, addresses):
+        return True
+    for address in addresses:
+        if not allowlist.covers(address) and (verdict := _verdict(address)):
+            why = verdict.explanation if literal else f"{host} resolves to {address}; {verdict.explanation}"
+            raise _refused(FORBIDDEN, why)
+    return False
+
+
 def check_url(url: str, allowlist: Allowlist, *, resolve: Resolver = resolve_host) -> Target:
     """The target of a webhook URL, or UrlRefused (``field="url"``) with the rule it breaks.
 
@@ -310,26 +352,38 @@ def check_url(url: str, allowlist: Allowlist, *, resolve: Resolver = resolve_hos
     use plain http.
     """
     scheme, host, port, literal = _split(url)
-    if literal is not None:
-        addresses: tuple[str, ...] = (str(literal),)
-    else:
-        try:
-            addresses = tuple(dict.fromkeys(resolve(host, port)))
-        except (OSError, UnicodeError) as exc:
-            raise UrlRefused(f"{host} does not resolve ({exc})", code=UNRESOLVABLE) from None
-        if not addresses:
-            raise UrlRefused(f"{host} resolves to no address", code=UNRESOLVABLE)
-
-    if not allowlist.allows(host, addresses):
-        # Each address must be public, or in a listed network (a name may resolve to both).
-        for address in addresses:
-            if not allowlist.covers(address) and (verdict := _verdict(address)):
-                detail = verdict.explanation
-                if literal is None:
-                    detail = f"{host} resolves to {address}; {detail}"
-                raise UrlRefused(detail, code=FORBIDDEN)
-        if scheme != "https":
-            raise UrlRefused(
-                "the URL must use https; plain http is only for allowlisted hosts", code=INSECURE
-            )
+    addresses = (str(literal),) if literal is not None else _resolved(host, port, resolve)
+    if not _allowlisted(host, addresses, allowlist, literal=literal is not None) and scheme != "https":
+        raise UrlRefused("the URL must use https; plain http is only for allowlisted hosts", code=INSECURE)
     return Target(url=url, scheme=scheme, host=host, port=port, addresses=addresses)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """The SSRF rules of a process: its allowlist and its resolver, for a URL and for a connection."""
+
+    allowlist: Allowlist = Allowlist()
+    resolve: Resolver = resolve_host
+
+    def check_url(self, url: str) -> Target:
+        return check_url(url, self.allowlist, resolve=self.resolve)
+
+    def addresses(self, host: str, port: int) -> tuple[str, ...]:
+        """Where a new connection to ``host`` may go: it resolved once, every address checked
+        (the address rules of ``check_url``; the URL's own were checked before the run), or UrlRefused."""
+        try:
+            addresses, literal = (str(ipaddress.ip_address(host)),), True
+        except ValueError:
+            addresses, literal = _resolved(host, port, self.resolve), False
+        _allowlisted(host, addresses, self.allowlist, literal=literal)
+        return addresses
+
+
+def origin(url: str) -> str:
+    """A webhook URL as it may be logged: scheme and host only (a receiver may put a token in its
+    path or query)."""
+    try:
+        parts = urlsplit(url)
+        return f"{parts.scheme}://{parts.hostname}"
+    except ValueError:
+        return "(a malformed URL)"

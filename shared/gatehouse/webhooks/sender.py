@@ -3,7 +3,8 @@
 Success is a 2xx within WEBHOOK_TIMEOUT_MS, counted from connect to the last
 byte read (a total deadline, gatehouse.deadlines: a receiver that trickles its
 answer is cut at it, whatever each read waits); a redirect, any other status,
-a timeout or a connection error is a failure. A 429 or 503 may say how long to
+a timeout, a connection error or a connection the SSRF guard refuses is a
+failure. A 429 or 503 may say how long to
 wait (``Retry-After``, seconds or an HTTP date, capped at RETRY_AFTER_MAX_MS).
 Only the first READ_MAX bytes of the answer are read.
 """
@@ -17,6 +18,8 @@ from email.utils import parsedate_to_datetime
 import httpx
 
 from gatehouse import deadlines
+from gatehouse.webhooks.pinning import PinnedBackend
+from gatehouse.webhooks.safety import Guard, UrlRefused
 from gatehouse.webhooks.store import Answer
 
 READ_MAX = 64 * 1024
@@ -25,16 +28,17 @@ USER_AGENT = "Gatehouse-Webhooks/1"
 LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20)
 
 
-def transport() -> httpx.HTTPTransport:
+def transport(guard: Guard) -> httpx.HTTPTransport:
     """The connection pool of a worker process, shared by every delivery: httpx's transport, no Client,
-    whose sockets wait no longer than the attempt's deadline.
+    whose sockets wait no longer than the attempt's deadline and connect only to addresses ``guard``
+    checked for that connection (gatehouse.webhooks.pinning).
 
     A delivery follows no redirect and carries no cookie (a ``Set-Cookie`` of one receiver
     must never ride along to another endpoint on the same host), and the transport does
     neither by construction. It is also the cheaper way through httpx: a Client's redirect,
     auth, cookie and hook layers cost about half of a request's CPU (bench_webhooks prints both).
     """
-    return deadlines.transport(limits=LIMITS)
+    return deadlines.transport(lambda inner: PinnedBackend(inner, guard), limits=LIMITS)
 
 
 def retry_after_ms(value: str | None, now: datetime | None = None) -> int | None:
@@ -79,6 +83,8 @@ def post(
                 response.close()  # a body left unread closes the connection instead of pooling it
         code = response.status_code
         wait = retry_after_ms(response.headers.get("retry-after")) if code in (429, 503) else None
+    except UrlRefused as exc:  # the host now resolves where it may not go: no connection was made
+        return Answer(None, elapsed_ms(), error=f"refused: {exc}")
     except httpx.TimeoutException:
         return Answer(None, elapsed_ms(), error=f"timeout after {timeout_s:g} s")
     except httpx.HTTPError as exc:

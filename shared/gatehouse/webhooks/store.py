@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Engine, text
 
 from gatehouse import progress as P
-from gatehouse.crypto import TokenCipher
+from gatehouse.crypto import Encrypted, Reencrypted, TokenCipher, reencrypt
 from gatehouse.db import one_or_404
 from gatehouse.errors import Conflict, NotFound, ValidationFailed
 from gatehouse.events import Event
@@ -34,7 +34,7 @@ from gatehouse.job_types import WEBHOOK_DELIVER, WEBHOOK_REPLAY
 from gatehouse.jobs import Accepted, JobStore
 from gatehouse.paging import newest_first
 from gatehouse.webhooks import signing
-from gatehouse.webhooks.safety import Allowlist, check_url
+from gatehouse.webhooks.safety import Guard
 from gatehouse.webhooks.tables import (
     ATTEMPT_COLUMNS,
     DELIVERY_SELECT,
@@ -67,6 +67,9 @@ EVENT_TYPES = (
 DESCRIPTION_MAX = 500
 RESPONSE_EXCERPT_MAX = 2_000
 REPLAY_BATCH = 500
+SECRETS = Encrypted(
+    "webhook_endpoints", (("secret", "secret_key_id"), ("previous_secret", "previous_secret_key_id"))
+)
 
 
 @dataclass(frozen=True)
@@ -221,28 +224,25 @@ class WebhookStore:
         jobs: JobStore,
         *,
         cipher: Callable[[], TokenCipher],
-        allowlist: Allowlist,
+        guard: Guard,
         batch_size: int,
         first_delay_ms: int,
         rotation_grace_ms: int,
-        resolve: Callable[..., list[str]] | None = None,
     ) -> None:
         self.engine = engine
         self.jobs = jobs
         self._cipher = cipher
-        self.allowlist = allowlist
+        self.guard = guard
         self.batch_size = batch_size
         # WEBHOOK_RETRY_SCHEDULE_MS[0] (scaled): the wait before a series' first attempt.
         self.first_delay_ms = first_delay_ms
         self.rotation_grace_ms = rotation_grace_ms
-        self._resolve = resolve
 
     # -- safety --------------------------------------------------------------------
 
     def check_url(self, url: str) -> None:
         """Refuse a target the SSRF rules forbid (checked at creation and before each attempt)."""
-        kwargs = {"resolve": self._resolve} if self._resolve else {}
-        check_url(url, self.allowlist, **kwargs)
+        self.guard.check_url(url)
 
     # -- the outbox -----------------------------------------------------------------
 
@@ -291,18 +291,19 @@ class WebhookStore:
     ) -> Created:
         self.check_url(url)
         types = self._event_types(event_types)
-        secret = signing.new_secret()
+        secret, cipher = signing.new_secret(), self._cipher()
         row = tx.conn.execute(
             text(
-                "INSERT INTO webhook_endpoints (id, url, description, event_types, secret) "
-                f"VALUES (:id, :url, :description, :event_types, :secret) RETURNING {ENDPOINT_COLUMNS}"
+                "INSERT INTO webhook_endpoints (id, url, description, event_types, secret, secret_key_id) "
+                f"VALUES (:id, :url, :description, :event_types, :secret, :key_id) RETURNING {ENDPOINT_COLUMNS}"
             ),
             {
                 "id": uuid.uuid4(),
                 "url": url,
                 "description": self._description(description),
                 "event_types": types,
-                "secret": self._cipher().encrypt(secret),
+                "secret": cipher.encrypt(secret),
+                "key_id": cipher.key_id,
             },
         ).one()
         return Created(EndpointRecord(*row), secret)
@@ -369,14 +370,20 @@ class WebhookStore:
 
     def rotate_secret(self, tx: Tx, endpoint_id: uuid.UUID) -> str:
         """A new secret; the old one keeps signing for WEBHOOK_ROTATION_GRACE_MS. Returns the new one."""
-        secret = signing.new_secret()
+        secret, cipher = signing.new_secret(), self._cipher()
         rotated = tx.conn.execute(
             text(
-                "UPDATE webhook_endpoints SET previous_secret = secret, secret = :secret, "
+                "UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_key_id = secret_key_id, "
+                "secret = :secret, secret_key_id = :key_id, "
                 "previous_secret_until = now() + :grace_ms * interval '1 millisecond', updated_at = now() "
                 "WHERE id = :id RETURNING id"
             ),
-            {"id": endpoint_id, "secret": self._cipher().encrypt(secret), "grace_ms": self.rotation_grace_ms},
+            {
+                "id": endpoint_id,
+                "secret": cipher.encrypt(secret),
+                "key_id": cipher.key_id,
+                "grace_ms": self.rotation_grace_ms,
+            },
         ).first()
         if rotated is None:
             raise NotFound(f"webhook endpoint {endpoint_id} not found")
@@ -623,6 +630,27 @@ class WebhookStore:
             progress=P.stored(P.FAILED, reason="endpoint-gone"),
         )
         return len(stopped)
+
+    # -- secrets at rest ---------------------------------------------------------------
+
+    def clear_expired_previous_secrets(self, tx: Tx) -> int:
+        """Forget the previous secrets whose grace period has ended (they sign nothing any more)."""
+        return tx.conn.execute(
+            text(
+                "UPDATE webhook_endpoints SET previous_secret = NULL, previous_secret_key_id = NULL, "
+                "previous_secret_until = NULL WHERE previous_secret IS NOT NULL AND previous_secret_until <= now()"
+            )
+        ).rowcount
+
+    def reencrypt_secrets(self, tx: Tx, *, after: uuid.UUID, limit: int) -> Reencrypted:
+        """The next ``limit`` endpoints after ``after`` with a secret (current or previous) not under the
+        first key, encrypted with it."""
+        return reencrypt(tx.conn, SECRETS, self._cipher(), after=after, limit=limit)
+
+    def old_key_secrets(self) -> int:
+        """Endpoints with a secret (current or previous) not under the first key of TOKEN_ENCRYPTION_KEY."""
+        with self.engine.connect() as conn:
+            return SECRETS.old_key_rows(conn, self._cipher())
 
     # -- retention -------------------------------------------------------------------
 

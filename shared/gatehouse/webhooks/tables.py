@@ -58,10 +58,13 @@ class WebhookEndpoint(SQLModel, table=True):
     event_types: list[str] | None = Field(default=None, sa_column=Column(ARRAY(String), nullable=True))
     enabled: bool = Field(default=True, sa_column_kwargs={"server_default": text("true")})
     disabled_reason: str | None = Field(default=None, nullable=True)
-    # whsec_… secrets, encrypted at rest (gatehouse.crypto, like WB tokens). After a
-    # rotation the previous one also signs until previous_secret_until.
+    # whsec_… secrets, encrypted at rest (gatehouse.crypto, like WB tokens), each with the id of
+    # the key that encrypted it. After a rotation the previous one also signs until
+    # previous_secret_until; the hourly prune clears it then (gatehouse.retention).
     secret: str
+    secret_key_id: str | None = Field(default=None, nullable=True)
     previous_secret: str | None = Field(default=None, nullable=True)
+    previous_secret_key_id: str | None = Field(default=None, nullable=True)
     previous_secret_until: datetime | None = _tz(nullable=True)
     created_at: datetime = _tz()
     updated_at: datetime = _tz()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from gatehouse.accounts import Accounts
 from gatehouse.handlers import AccountHandlers, JobHandlers, ModuleHandlers
 from gatehouse.modules import ModuleStates
+from gatehouse.rotation import KeyRotation
 from gatehouse.users import Users
 from gatehouse_api.auth import AuthGuard
 from gatehouse_api.console import accounts as account_pages
@@ -47,6 +48,7 @@ def build(
     users: Users,
     account_handlers: AccountHandlers,
     sign_in: AuthGuard,
+    key_rotation: KeyRotation,
 ) -> dict[str, object]:
     hooks = (console, webhooks, webhook_actions, modules_)
     pages = {
@@ -77,7 +79,7 @@ def build(
         "/webhooks/deliveries": webhook_pages.Deliveries(*hooks),
         "/webhooks/deliveries/{delivery_id:uuid}": webhook_pages.Delivery(*hooks),
         "/webhooks/deliveries/{delivery_id:uuid}/replay": webhook_pages.ReplayDelivery(*hooks),
-        "": overview_pages.Overview(console, overview),
+        "": overview_pages.Overview(console, overview, key_rotation),
         "/schedules": schedule_pages.Schedules(console, schedules),
         "/schedules/{name}/run": schedule_pages.RunSchedule(console, schedules),
     }

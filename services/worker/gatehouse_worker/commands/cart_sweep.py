@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import TYPE_CHECKING
 
-from psycopg import OperationalError as PsycopgOperationalError
-from psycopg_pool import PoolTimeout
-from sqlalchemy.exc import OperationalError
-
-from gatehouse.errors import ConfigurationError
 from gatehouse.modules import ModuleDisabled
+from gatehouse_worker import commands
+
+if TYPE_CHECKING:
+    from gatehouse.composition import Components
 
 EXIT_OK, EXIT_FAILED, EXIT_MODULE_DISABLED, EXIT_TIMEOUT, EXIT_CONFIG = 0, 1, 2, 3, 4
 PROG = "gatehouse-cart-abandonment-sweep"
@@ -39,16 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, default=0.5, help="poll the job every SECONDS")
     args = parser.parse_args(argv)
 
-    from gatehouse.composition import bootstrap
-    from gatehouse.settings import load_settings
     from gatehouse.sweeps.sweep import CART_ABANDONMENT
 
-    try:
-        built = bootstrap(load_settings())
-    except ConfigurationError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-    try:
+    def sweep(built: Components) -> int:
         try:
             built.modules.require(CART_ABANDONMENT.module, fresh=True)
         except ModuleDisabled as exc:
@@ -86,11 +79,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 return EXIT_TIMEOUT
             time.sleep(args.interval)
-    except (OperationalError, PsycopgOperationalError, PoolTimeout) as exc:
-        print(f"{PROG}: PostgreSQL is not reachable: {getattr(exc, 'orig', exc)}", file=sys.stderr)
-        return EXIT_CONFIG
-    finally:
-        built.close()
+
+    return commands.run(PROG, sweep, exit_config=EXIT_CONFIG)
 
 
 if __name__ == "__main__":

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from psycopg import OperationalError as PsycopgOperationalError
-from psycopg_pool import PoolTimeout
-from sqlalchemy.exc import OperationalError
+from gatehouse_worker import commands
 
-from gatehouse.errors import ConfigurationError
+if TYPE_CHECKING:
+    from gatehouse.composition import Components
 
 EXIT_OK, EXIT_CONFIG = 0, 4
 PROG = "gatehouse-prune"
@@ -33,15 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="print what it would delete; delete nothing")
     args = parser.parse_args(argv)
 
-    from gatehouse.composition import bootstrap
-    from gatehouse.settings import load_settings
-
-    try:
-        built = bootstrap(load_settings())
-    except ConfigurationError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-    try:
+    def prune(built: Components) -> int:
         retention = built.retention_handlers
         run = retention.prunable() if args.dry_run else retention.prune()
         verb = "would delete" if args.dry_run else "deleted"
@@ -50,11 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.dry_run:
             print(f"in {run.batches} batch(es)")
         return EXIT_OK
-    except (OperationalError, PsycopgOperationalError, PoolTimeout) as exc:
-        print(f"{PROG}: PostgreSQL is not reachable: {getattr(exc, 'orig', exc)}", file=sys.stderr)
-        return EXIT_CONFIG
-    finally:
-        built.close()
+
+    return commands.run(PROG, prune, exit_config=EXIT_CONFIG)
 
 
 if __name__ == "__main__":

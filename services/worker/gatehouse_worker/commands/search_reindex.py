@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import TYPE_CHECKING
 
-from sqlalchemy.exc import OperationalError
+from gatehouse_worker import commands
 
-from gatehouse.errors import ConfigurationError
+if TYPE_CHECKING:
+    from gatehouse.composition import Components
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_TIMEOUT = 0, 1, 2, 3
 
@@ -33,15 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, default=0.5, help="with --wait: poll every SECONDS")
     args = parser.parse_args(argv)
 
-    from gatehouse.composition import bootstrap
-    from gatehouse.settings import load_settings
-
-    try:
-        built = bootstrap(load_settings())
-    except ConfigurationError as exc:
-        print(f"gatehouse-search-reindex: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-    try:
+    def reindex_now(built: Components) -> int:
         reindex = built.catalog_handlers.start_reindex(requester=None, reason="cli")
         op = reindex.operation
         state = "already running" if reindex.already_running else "queued"
@@ -66,11 +60,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"re-index {op.id} still {op.status} after {args.timeout:g} s", file=sys.stderr)
                 return EXIT_TIMEOUT
             time.sleep(args.interval)
-    except OperationalError as exc:
-        print(f"gatehouse-search-reindex: PostgreSQL is not reachable: {exc.orig}", file=sys.stderr)
-        return EXIT_CONFIG
-    finally:
-        built.close()
+
+    return commands.run("gatehouse-search-reindex", reindex_now, exit_config=EXIT_CONFIG)
 
 
 if __name__ == "__main__":
