@@ -54,6 +54,10 @@ class Settings(BaseSettings):
     # was accepted or became readable again; gatehouse-api reads it in the event
     # loop meanwhile (gatehouse_api.buffering) and answers 408 past it.
     api_read_timeout_ms: int = 10_000
+    # With a port, gatehouse-api's workers also listen there (on API_HOST) and answer only
+    # /metrics (all gunicorn workers summed), which the public port answers 404: the
+    # manifests expose it to Prometheus alone. Unset: the API serves no metrics.
+    metrics_port: int | None = None
 
     # Graceful shutdown: in-flight jobs get this long to finish on SIGTERM.
     shutdown_timeout_ms: int = 30_000
@@ -241,8 +245,11 @@ class Settings(BaseSettings):
     @property
     def api_bind(self) -> str:
         """API_HOST and API_PORT as gunicorn's ``--bind`` (an IPv6 address in brackets)."""
+        return self.bind_on_api_host(self.api_port)
+
+    def bind_on_api_host(self, port: int) -> str:
         host = f"[{self.api_host}]" if ":" in self.api_host else self.api_host
-        return f"{host}:{self.api_port}"
+        return f"{host}:{port}"
 
     def wb_host(self, service: str) -> str:
         """Base URL of a WB service (statistics, finance, advert, analytics, content)."""

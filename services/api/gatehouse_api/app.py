@@ -15,6 +15,7 @@ from gatehouse.settings import Settings
 from gatehouse_api import console, errors, root
 from gatehouse_api.auth import Authenticate
 from gatehouse_api.console.session import Sessions
+from gatehouse_api.metrics_port import MetricsPort
 from gatehouse_api.methods import UnknownMethods, with_head
 from gatehouse_api.openapi import OpenApi
 from gatehouse_api.resources import (
@@ -72,6 +73,7 @@ def create_app(c: Components) -> falcon.App:
     authenticate = Authenticate(c.accounts)
     app = falcon.App(
         middleware=[
+            MetricsPort(s.metrics_port),
             console.ConsoleGuard(ops),
             authenticate,
             modules.ModuleRoutes(c.modules),
