@@ -8,7 +8,6 @@ import signal
 import httpx
 
 from gatehouse import job_types as jt
-
 from tests.support.probe_client import job, submit_probes
 from tests.support.processes import free_port, wait_until
 

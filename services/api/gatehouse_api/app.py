@@ -15,8 +15,8 @@ from gatehouse.settings import Settings
 from gatehouse_api import console, errors, root
 from gatehouse_api.auth import Authenticate
 from gatehouse_api.console.session import Sessions
-from gatehouse_api.metrics_port import MetricsPort
 from gatehouse_api.methods import UnknownMethods, with_head
+from gatehouse_api.metrics_port import MetricsPort
 from gatehouse_api.openapi import OpenApi
 from gatehouse_api.resources import (
     accounts,
