@@ -13,7 +13,7 @@ import os
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from gatehouse.durations import parse_ms
@@ -217,6 +217,13 @@ class Settings(BaseSettings):
     def _schedule(cls, value: list[int]) -> list[int]:
         if not value or any(delay < 0 for delay in value):
             raise ValueError("must be one or more delays in ms, comma-separated, none negative")
+        return value
+
+    @field_validator("metrics_port")
+    @classmethod
+    def _metrics_port_apart(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is not None and value == info.data.get("api_port"):
+            raise ValueError(f"must differ from API_PORT ({value}): the public port never serves /metrics")
         return value
 
     @field_validator("broker_namespace")
