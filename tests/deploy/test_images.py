@@ -94,6 +94,8 @@ def stores(settings) -> dict[str, str]:
         "REDIS_URL": settings.redis_url,
         "ADMIN_TOKEN": ADMIN_TOKEN,
         "TOKEN_ENCRYPTION_KEY": TOKEN_KEY,
+        # Required outside `make run`, as the API's Secret carries it
+        "CONSOLE_SECRET": "images-test-console-secret-0123456789abcdef",
         "LOG_LEVEL": "INFO",
     }
 
