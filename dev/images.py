@@ -6,6 +6,8 @@ Dockerfiles' FROM lines use, builds gatehouse-api, gatehouse-worker and the deve
 gatehouse-wb-sandbox with `podman build --isolation chroot` (no cgroups needed) and prints their
 sizes. The second half, tests/deploy/test_images.py, runs them with `Image.command` below.
 
+The Dockerfiles name their bases by digest (ARG PYTHON_IMAGE, UV_IMAGE), which no image made here
+can have: the build overrides those arguments with the tags alone, which name the stand-ins.
 The stand-ins (real builds keep the official images, nothing here changes the Dockerfiles):
 - python:3.11-slim-trixie: Debian bookworm (the newest suite with Python 3.11) from mmdebstrap,
   with /usr/local/bin/python3.11 (where the official image has it) linking to Debian's
@@ -88,20 +90,20 @@ def ensure_tools() -> None:
     run("apt-get", "install", "-y", "-q", "podman", "mmdebstrap", env=env)
 
 
-def from_images() -> set[str]:
-    """Every FROM image of both Dockerfiles (not the stage names)."""
-    found = set()
+def base_images() -> dict[str, str]:
+    """The Dockerfiles' base images: each global ``ARG …_IMAGE`` and its pinned reference (tag@digest)."""
+    found: dict[str, str] = {}
     for dockerfile in IMAGES.values():
-        for line in (REPO / dockerfile).read_text().splitlines():
-            match = re.match(r"\s*FROM\s+(?:--\S+\s+)?(\S+)", line, re.IGNORECASE)
-            if match:
-                found.add(match.group(1))
-    stages = {
-        m.group(1)
-        for dockerfile in IMAGES.values()
-        for m in re.finditer(r"^\s*FROM\s+\S+\s+AS\s+(\S+)", (REPO / dockerfile).read_text(), re.I | re.M)
-    }
-    return found - stages
+        text = (REPO / dockerfile).read_text()
+        for name, reference in re.findall(r"^ARG\s+(\w+_IMAGE)=(\S+)", text, re.MULTILINE):
+            if found.setdefault(name, reference) != reference:
+                sys.exit(f"images: {dockerfile} pins {name}={reference}, another Dockerfile {found[name]}")
+    return found
+
+
+def stand_in(reference: str) -> str:
+    """The stand-in's name for a pinned base: its tag alone (an image made here cannot have the registry's digest)."""
+    return reference.split("@", 1)[0]
 
 
 def qualified(image: str) -> str:
@@ -182,7 +184,7 @@ def uv_base(image: str) -> None:
 
 
 def stand_in_bases() -> None:
-    for image in sorted(from_images()):
+    for image in sorted({stand_in(reference) for reference in base_images().values()}):
         if current_stand_in(qualified(image)):
             log(f"stand-in {qualified(image)} already built")
         elif image.startswith("ghcr.io/astral-sh/uv:"):
@@ -204,6 +206,8 @@ def build() -> None:
             "--format=docker",
             "--layers",
             f"--build-arg=REVISION={revision or 'unknown'}",
+            # FROM the stand-ins: the pinned references' tags, without their digests
+            *(f"--build-arg={name}={stand_in(reference)}" for name, reference in base_images().items()),
             "-f",
             str(REPO / dockerfile),
             "-t",

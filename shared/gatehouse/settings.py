@@ -14,7 +14,7 @@ from ipaddress import IPv4Network, IPv6Network, ip_network
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from gatehouse.durations import parse_ms
@@ -59,6 +59,10 @@ class Settings(BaseSettings):
     # was accepted or became readable again; gatehouse-api reads it in the event
     # loop meanwhile (gatehouse_api.buffering) and answers 408 past it.
     api_read_timeout_ms: int = 10_000
+    # With a port, gatehouse-api's workers also listen there (on API_HOST) and answer only
+    # /metrics (all gunicorn workers summed), which the public port answers 404: the
+    # manifests expose it to Prometheus alone. Unset: the API serves no metrics.
+    metrics_port: int | None = None
 
     # Graceful shutdown: in-flight jobs get this long to finish on SIGTERM.
     shutdown_timeout_ms: int = 30_000
@@ -247,6 +251,13 @@ class Settings(BaseSettings):
                     raise ValueError(f"{item!r} is not an IP address or CIDR (such as 10.0.0.0/8)") from None
         return networks
 
+    @field_validator("metrics_port")
+    @classmethod
+    def _metrics_port_apart(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is not None and value == info.data.get("api_port"):
+            raise ValueError(f"must differ from API_PORT ({value}): the public port never serves /metrics")
+        return value
+
     @field_validator("broker_namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
@@ -273,8 +284,11 @@ class Settings(BaseSettings):
     @property
     def api_bind(self) -> str:
         """API_HOST and API_PORT as gunicorn's ``--bind`` (an IPv6 address in brackets)."""
+        return self.bind_on_api_host(self.api_port)
+
+    def bind_on_api_host(self, port: int) -> str:
         host = f"[{self.api_host}]" if ":" in self.api_host else self.api_host
-        return f"{host}:{self.api_port}"
+        return f"{host}:{port}"
 
     def wb_host(self, service: str) -> str:
         """Base URL of a WB service (statistics, finance, advert, analytics, content)."""

@@ -40,6 +40,24 @@ def instructions(dockerfile: str) -> list[tuple[str, str]]:
     ]
 
 
+def base_images(dockerfile: str) -> list[str]:
+    """The image of each FROM that is not an earlier stage, its global ARGs (``${NAME}``) resolved."""
+    steps = instructions(dockerfile)
+    first = next(i for i, (op, _) in enumerate(steps) if op == "FROM")
+    defaults = dict(args.split("=", 1) for op, args in steps[:first] if op == "ARG" and "=" in args)
+    stages: set[str] = set()
+    images = []
+    for op, args in steps:
+        if op == "FROM":
+            words = [w for w in args.split() if not w.startswith("--")]
+            image = re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: defaults[m[1] or m[2]], words[0])
+            if image not in stages and image not in images:
+                images.append(image)
+            if len(words) == 3 and words[1].upper() == "AS":
+                stages.add(words[2])
+    return images
+
+
 def final_stage(dockerfile: str) -> list[tuple[str, str]]:
     steps = instructions(dockerfile)
     start = max(i for i, (op, _) in enumerate(steps) if op == "FROM")

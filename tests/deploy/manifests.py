@@ -20,17 +20,28 @@ from tests.support.processes import BIN, REPO
 K8S = REPO / "infra" / "k8s"
 # The oldest Kubernetes we promise to run on; the manifests validate against its schemas.
 KUBERNETES_VERSION = "1.33.0"
-KEDA_SCHEMA = Path(__file__).parent / "schemas" / "keda.sh_scaledobject_v1alpha1.json"
+# KEDA's custom resources' schemas (vendored: schemas/README.md), by kind.
+KEDA_SCHEMAS = {
+    kind: Path(__file__).parent / "schemas" / f"keda.sh_{kind.lower()}_v1alpha1.json"
+    for kind in ("ScaledObject", "TriggerAuthentication")
+}
+# The worker pools (infra/k8s/base/pools/*): Deployment gatehouse-worker-<pool>.
+POOLS = ("wb", "b2b", "webhooks")
+WORKERS = tuple(f"gatehouse-worker-{pool}" for pool in POOLS)
 
 Doc = dict[str, Any]
 
 
 def operator_copy(dest: Path) -> Path:
-    """infra/k8s as an operator has it: each overlay's secrets.env made from its example."""
+    """infra/k8s as an operator has it: each overlay's secrets/*.env made from its example."""
     root = dest / "k8s"
-    shutil.copytree(K8S, root, ignore=shutil.ignore_patterns("secrets.env"))
-    for example in root.glob("overlays/*/secrets.env.example"):
-        (example.parent / "secrets.env").write_text(example.read_text())
+    shutil.copytree(
+        K8S,
+        root,
+        ignore=lambda d, names: [n for n in names if Path(d).name == "secrets" and n.endswith(".env")],
+    )
+    for example in root.glob("overlays/*/secrets/*.env.example"):
+        example.with_suffix("").write_text(example.read_text())
     return root
 
 
@@ -62,6 +73,15 @@ class Rendered:
         containers = self.get(kind, name)["spec"]["template"]["spec"]["containers"]
         assert len(containers) == 1, f"{name}: one container expected"
         return containers[0]
+
+    def secret_keys(self, container: Doc) -> set[str]:
+        """The keys of the Secrets the container's envFrom reads."""
+        return {
+            key
+            for source in container.get("envFrom", [])
+            if "secretRef" in source
+            for key in self.get("Secret", source["secretRef"]["name"]).get("data", {})
+        }
 
     def env(self, container: Doc) -> dict[str, str]:
         """The container's environment as the kubelet builds it: envFrom in order, then env."""

@@ -133,7 +133,46 @@ def test_secrets_are_never_written_into_the_file(compose):
     # Every credential is interpolated from the environment or infra/.env, which git ignores
     assert subprocess.run(["git", "check-ignore", "-q", "infra/.env"], cwd=REPO).returncode == 0
     env = compose["services"]["api"]["environment"]
-    for key in ("ADMIN_TOKEN", "TOKEN_ENCRYPTION_KEY"):
+    for key in ("ADMIN_TOKEN", "CONSOLE_SECRET", "TOKEN_ENCRYPTION_KEY"):
         assert env[key].startswith("${"), key
     assert "${POSTGRES_PASSWORD" in env["DATABASE_URL"]
     assert "${REDIS_PASSWORD" in env["REDIS_URL"]
+
+
+def test_each_service_gets_only_the_secrets_it_reads(compose):
+    services = compose["services"]
+    secrets = {
+        "DATABASE_URL",
+        "REDIS_URL",
+        "ADMIN_TOKEN",
+        "CONSOLE_SECRET",
+        "TOKEN_ENCRYPTION_KEY",
+        "SMTP_URL",
+    }
+
+    def given(name: str) -> set[str]:
+        return secrets & services[name]["environment"].keys()
+
+    assert given("api") == secrets - {"SMTP_URL"}
+    assert given("worker") == {"DATABASE_URL", "REDIS_URL", "TOKEN_ENCRYPTION_KEY", "SMTP_URL"}
+    assert given("scheduler") == {"DATABASE_URL", "REDIS_URL"}
+    assert given("migrate") == {"DATABASE_URL"}
+    assert not given("wb-sandbox")
+
+
+def test_wb_is_the_real_one_unless_the_dev_profile_brings_the_sandbox(compose):
+    services = compose["services"]
+
+    # The sandbox (whose /__sandbox/log lists the tokens it was sent) starts only with --profile dev
+    assert services["wb-sandbox"]["profiles"] == ["dev"]
+    for name in GATEHOUSE:
+        assert "profiles" not in services[name], name
+        # Unset or empty: gatehouse.settings' real WB hosts
+        assert services[name]["environment"]["WB_API_BASE_URL"] == "${WB_API_BASE_URL:-}", name
+
+
+def test_the_api_serves_metrics_on_its_unpublished_metrics_port(compose):
+    api = compose["services"]["api"]
+    published = [int(p.rsplit(":", 1)[1]) for p in api["ports"]]
+
+    assert int(api["environment"]["METRICS_PORT"]) not in published

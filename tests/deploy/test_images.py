@@ -103,6 +103,8 @@ def stores(settings) -> dict[str, str]:
         "ADMIN_TOKEN": ADMIN_TOKEN,
         "CONSOLE_SECRET": CONSOLE_SECRET,
         "TOKEN_ENCRYPTION_KEY": TOKEN_KEY,
+        # Required outside `make run`, as the API's Secret carries it
+        "CONSOLE_SECRET": "images-test-console-secret-0123456789abcdef",
         "LOG_LEVEL": "INFO",
     }
 
@@ -179,6 +181,7 @@ def test_the_api_image_answers_health_and_readiness_as_its_pod(images, renders, 
         "API_HOST": "127.0.0.1",
         "API_PORT": str(port),
         "API_WORKERS": "1",
+        "METRICS_PORT": str(free_port()),
     }
 
     # When it starts read-only as its user
@@ -241,7 +244,8 @@ def test_the_worker_image_migrates_consumes_a_job_and_starts_the_scheduler(
             conn.execute(f'DROP DATABASE IF EXISTS "{fresh}" WITH (FORCE)')
 
     # Given the worker's and the scheduler's pods, and the API image beside them
-    argv, env = pod_command(prod, "Deployment", "gatehouse-worker")
+    # (the b2b pool: its --queues hold the bulk operations')
+    argv, env = pod_command(prod, "Deployment", "gatehouse-worker-b2b")
     health = free_port()
     consumer = pods(
         "worker", worker.command(argv, {**env, **stores(settings), "WORKER_HEALTH_PORT": str(health)})

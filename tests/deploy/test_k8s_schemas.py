@@ -9,14 +9,14 @@ import jsonschema
 import kubernetes_validate
 import pytest
 
-from tests.deploy.manifests import KEDA_SCHEMA, KUBERNETES_VERSION, Doc, Rendered
+from tests.deploy.manifests import KEDA_SCHEMAS, KUBERNETES_VERSION, Doc, Rendered
 
-KEDA = jsonschema.Draft7Validator(json.loads(KEDA_SCHEMA.read_text()))
+KEDA = {kind: jsonschema.Draft7Validator(json.loads(path.read_text())) for kind, path in KEDA_SCHEMAS.items()}
 
 
 def validate(doc: Doc) -> None:
-    if doc["apiVersion"] == "keda.sh/v1alpha1" and doc["kind"] == "ScaledObject":
-        KEDA.validate(doc)
+    if doc["apiVersion"] == "keda.sh/v1alpha1":
+        KEDA[doc["kind"]].validate(doc)
     else:
         # strict: unknown fields (a misspelt probe, say) are errors, as the API server's
         # field validation would make them.
@@ -48,7 +48,7 @@ def test_the_validation_rejects_a_misspelt_field(rendered: Rendered):
 
 def test_the_keda_schema_rejects_a_trigger_without_a_type(renders):
     # Given the prod ScaledObject, valid as rendered, with a trigger that lost its type
-    scaled = copy.deepcopy(renders["prod"].get("ScaledObject", "gatehouse-worker"))
+    scaled = copy.deepcopy(renders["prod"].get("ScaledObject", "gatehouse-worker-wb"))
     validate(scaled)
     del scaled["spec"]["triggers"][0]["type"]
 

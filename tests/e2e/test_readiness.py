@@ -37,17 +37,25 @@ def test_not_ready_names_the_store_that_is_down(processes, store, variable, url)
     assert httpx.get(f"{api}/healthz").status_code == 200
 
 
-def test_metrics_aggregate_all_gunicorn_workers(processes, gh):
+def test_metrics_aggregate_all_gunicorn_workers_on_the_metrics_port_only(processes, gh):
     from tests.support.probe_client import job, submit_probes
     from tests.support.processes import wait_until
 
-    _, url = processes.api(env={"BACKEND_ROLE": "all", "API_WORKERS": "3"})
+    metrics_port = free_port()
+    _, url = processes.api(env={"BACKEND_ROLE": "all", "API_WORKERS": "3", "METRICS_PORT": str(metrics_port)})
+    metrics_url = f"http://127.0.0.1:{metrics_port}"
     ids = submit_probes(gh, 12)
     wait_until(lambda: all(job(gh, i).state == "completed" for i in ids), what="jobs to complete")
 
-    # Whichever worker answers, the counter is the sum over all of them.
+    # Whichever worker answers on METRICS_PORT, the counter is the sum over all of them.
     for _ in range(6):
-        text = httpx.get(f"{url}/metrics").text
+        text = httpx.get(f"{metrics_url}/metrics").text
         line = next(x for x in text.splitlines() if x.startswith("gatehouse_job_runs_total{"))
         assert 'type="probe"' in line and 'outcome="completed"' in line
         assert float(line.rsplit(" ", 1)[1]) == 12.0
+    # The public port has no /metrics, and the metrics port nothing else
+    public = httpx.get(f"{url}/metrics")
+    assert (public.status_code, public.json()["code"]) == (404, "NOT_FOUND")
+    assert "gatehouse_" not in public.text
+    for path in ("/healthz", "/v1/admin/overview", "/console"):
+        assert httpx.get(f"{metrics_url}{path}").status_code == 404, path

@@ -330,7 +330,6 @@ def exercise(url: str) -> None:
         ("GET", f"/v1/jobs/{uuid.uuid4()}", None),  # the statements pool
         ("GET", "/v1/admin/schedules", None),
         ("POST", "/v1/admin/schedules/rfq-expiry/run", None),
-        ("GET", "/metrics", None),
     ]  # fmt: skip
 
     def call(method: str, path: str, body: dict | None) -> None:

@@ -1,4 +1,4 @@
-"""The worker's liveness endpoint (for Kubernetes) fails when its consumers stop."""
+"""The worker's liveness endpoint (for Kubernetes) fails when its consumers stop; a pool consumes only its --queues."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import signal
 
 import httpx
 
+from gatehouse import job_types as jt
 from tests.support.probe_client import job, submit_probes
 from tests.support.processes import free_port, wait_until
 
@@ -19,6 +20,8 @@ def status(url: str) -> int | None:
 
 
 def test_healthz_is_ok_while_consumers_run_and_fails_when_one_process_hangs(processes, gh):
+    # A job of another queue, queued first: a pool started with --queues never takes it
+    other, _ = gh.job_handlers.submit(jt.MAINTENANCE_PRUNE, account_id=None)
     port = free_port()
     worker = processes.start(
         "worker",
@@ -27,6 +30,8 @@ def test_healthz_is_ok_while_consumers_run_and_fails_when_one_process_hangs(proc
         "2",
         "--threads",
         "2",
+        "--queues",
+        "probe",
         env={"WORKER_HEALTH_PORT": str(port), "WORKER_LIVENESS_TIMEOUT_MS": "1500"},
     )
     url = f"http://127.0.0.1:{port}"
@@ -36,6 +41,7 @@ def test_healthz_is_ok_while_consumers_run_and_fails_when_one_process_hangs(proc
     # Metrics of all worker processes are served there too
     ids = submit_probes(gh, 4)
     wait_until(lambda: all(job(gh, i).state == "completed" for i in ids), what="jobs to complete")
+    assert job(gh, other.id).state == "waiting"
     assert (
         'gatehouse_job_runs_total{outcome="completed",type="probe"} 4.0' in httpx.get(f"{url}/metrics").text
     )

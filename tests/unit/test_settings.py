@@ -69,6 +69,12 @@ def test_the_api_listens_on_loopback_unless_told_otherwise(monkeypatch):
     assert load_settings().api_bind == "[::]:9000"
 
 
+def test_the_metrics_port_cannot_be_the_public_one():
+    assert load_settings(api_port=8000, metrics_port=9090).metrics_port == 9090
+    with pytest.raises(ConfigurationError, match=r"METRICS_PORT: must differ from API_PORT \(8000\)"):
+        load_settings(api_port=8000, metrics_port=8000)
+
+
 @pytest.mark.parametrize(
     ("old", "new"), [("API_BIND", "API_HOST and API_PORT"), ("WB_SANDBOX_BIND", "WB_SANDBOX_PORT")]
 )

@@ -17,6 +17,7 @@ from gatehouse_api.auth import Authenticate, AuthGuard
 from gatehouse_api.console.session import Sessions
 from gatehouse_api.hygiene import Hygiene
 from gatehouse_api.methods import UnknownMethods, with_head
+from gatehouse_api.metrics_port import MetricsPort
 from gatehouse_api.openapi import OpenApi
 from gatehouse_api.resources import (
     accounts,
@@ -82,6 +83,7 @@ def create_app(c: Components) -> falcon.App:
     authenticate = Authenticate(c.accounts, guard("api"))
     app = falcon.App(
         middleware=[
+            MetricsPort(s.metrics_port),
             console.ConsoleGuard(ops),
             authenticate,
             Hygiene(),

@@ -27,6 +27,13 @@ errorlog = "-"
 loglevel = _settings.log_level.lower()
 
 
+def on_starting(server) -> None:
+    # METRICS_PORT: one more listener of the same workers, added to whatever --bind says; the
+    # app answers only /metrics there (gatehouse_api.metrics_port).
+    if _settings.metrics_port:
+        server.cfg.set("bind", [*server.cfg.bind, _settings.bind_on_api_host(_settings.metrics_port)])
+
+
 def post_worker_init(worker) -> None:
     from gatehouse_api import app
 

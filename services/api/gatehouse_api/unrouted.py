@@ -38,6 +38,11 @@ def _quoted(text: str) -> str:
     return text if len(text) <= QUOTE_MAX else text[:QUOTE_MAX] + "…"
 
 
+def no_route(req: falcon.Request) -> NotFound:
+    """The 404 of a path that no route serves."""
+    return NotFound(f"no route {req.method} {_quoted(req.path)}")
+
+
 class _Template:
     """A URI template matched with its UUID fields loosened to any segment."""
 
@@ -79,4 +84,4 @@ class NoRoute:
                 name, value = found
                 thing = THINGS.get(name, name.removesuffix("_id").replace("_", " "))
                 raise NotFound(f"{thing} '{_quoted(value)}' not found: {thing} ids are UUIDs")
-        raise NotFound(f"no route {req.method} {_quoted(req.path)}")
+        raise no_route(req)
