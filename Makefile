@@ -13,10 +13,10 @@ install:
 run: install
 	$(UV) run --locked python dev/run.py
 
-# Every test; ARGS goes to pytest (make test ARGS="tests/unit -k gate"). Where nothing answers at DATABASE_URL /
+# Every test, on two processes (a test file each at a time); ARGS goes to pytest (make test ARGS="tests/unit -k gate"). Where nothing answers at DATABASE_URL /
 # REDIS_URL (or their defaults) it runs on embedded servers under var/test-stores (tests/support/stores.py).
 test: install
-	$(UV) run --locked pytest $(ARGS)
+	$(UV) run --locked pytest -n 2 --dist loadfile $(ARGS)
 
 lint: install
 	$(UV) run --locked ruff check .

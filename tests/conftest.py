@@ -6,6 +6,9 @@
 - Redis: REDIS_URL names the server (default 127.0.0.1:6379); tests use its
   database 15 (GATEHOUSE_TEST_REDIS_DB, for a second test run beside this one)
   and flush it before and after each test.
+- ``make test`` runs the tests on two processes (pytest-xdist, a test file
+  each at a time): each has its own database, and its own Redis database
+  counted down from that one (15, 14).
 
 Where nothing answers at those URLs, the session starts the embedded PostgreSQL
 and Redis of ``make run`` under var/test-stores, runs against them and stops
@@ -36,7 +39,8 @@ from tests.support.processes import REPO, Processes
 from tests.support.stores import SessionStores, StoreUnavailable
 
 IN_CI = os.environ.get("CI") == "true"
-TEST_REDIS_DB = int(os.environ.get("GATEHOUSE_TEST_REDIS_DB", "15"))
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")  # "gw0", "gw1"… in a process of `pytest -n N`
+TEST_REDIS_DB = int(os.environ.get("GATEHOUSE_TEST_REDIS_DB", "15")) - int((XDIST_WORKER or "gw0")[2:])
 _base = Settings()
 # The configured servers, or embedded ones started on first use where nothing answers there.
 STORES = SessionStores.from_settings(_base.database_url, _base.redis_url)
@@ -254,6 +258,16 @@ def module_api(database_url: str, redis_url: str, tmp_path_factory) -> Iterator[
 
 
 # -- the end of the run: stop the embedded servers, say what ran where and what did not run ----
+
+
+def pytest_configure(config) -> None:
+    if config.getoption("numprocesses", None) and not hasattr(config, "workerinput"):
+        # The controller of `pytest -n N` resolves the stores before it starts its test processes:
+        # embedded ones are started once and exported (DATABASE_URL / REDIS_URL), so its processes
+        # find them answering instead of each starting its own over the same directory.
+        for resolve in (STORES.postgres_url, STORES.redis_url):
+            with contextlib.suppress(StoreUnavailable):  # the tests say so, each where it needs it
+                resolve()
 
 
 @pytest.hookimpl(trylast=True)

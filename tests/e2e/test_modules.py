@@ -73,10 +73,9 @@ def test_a_disabled_module_pauses_its_consumers_in_every_worker_and_drains_when_
     # When catalog is disabled
     assert set_module(url, "catalog", enabled=False)["enabled"] is False
 
-    # Then every API process answers its routes MODULE_DISABLED within a second …
-    deadline = time.monotonic() + 1.5
+    # Then every API process answers its routes MODULE_DISABLED from the next request on (the requests'
+    # own time is the client's, so no clock here: a loaded machine slows them, not the switch) …
     answers = [httpx.get(f"{url}/v1/admin/catalog/products", headers=ADMIN) for _ in range(8)]
-    assert time.monotonic() < deadline
     assert all(a.status_code == 409 and a.json()["code"] == "MODULE_DISABLED" for a in answers)
     assert all(a.json()["module"] == "catalog" for a in answers)
     # … and both workers pause the catalog consumer
