@@ -103,8 +103,6 @@ def stores(settings) -> dict[str, str]:
         "ADMIN_TOKEN": ADMIN_TOKEN,
         "CONSOLE_SECRET": CONSOLE_SECRET,
         "TOKEN_ENCRYPTION_KEY": TOKEN_KEY,
-        # Required outside `make run`, as the API's Secret carries it
-        "CONSOLE_SECRET": "images-test-console-secret-0123456789abcdef",
         "LOG_LEVEL": "INFO",
     }
 
