@@ -60,7 +60,8 @@ def test_50_concurrent_identical_posts_make_one_job_and_one_message(processes, g
 
 
 def test_a_poller_sees_the_retry_ladder_then_the_failure(processes, gh, settings):
-    # Given workers with a 300 ms base delay, and a job failing (WB down) on every one of its 5 attempts
+    # Given workers with an 800 ms base delay (a poll on a loaded machine can take a few hundred ms, and each
+    # delay must outlast one), and a job failing (WB down) on every one of its 5 attempts
     processes.start(
         "worker",
         "gatehouse-worker",
@@ -68,7 +69,7 @@ def test_a_poller_sees_the_retry_ladder_then_the_failure(processes, gh, settings
         "1",
         "--threads",
         "2",
-        env={"RETRY_DELAY_SCALE": str(300 / 60_000)},
+        env={"RETRY_DELAY_SCALE": str(800 / 60_000)},
     )
     _, url = processes.api(env={"BACKEND_ROLE": "api"})
     job_id = gh.job_handlers.submit(FLAKY, account_id=None)[0].id
@@ -84,7 +85,7 @@ def test_a_poller_sees_the_retry_ladder_then_the_failure(processes, gh, settings
             )
         return status["state"] == "failed"
 
-    wait_until(poll, timeout=30, interval=0.02, what="the job to fail for good")
+    wait_until(poll, timeout=45, interval=0.02, what="the job to fail for good")
 
     # Then it saw each retry: delayed, phase retrying, the next attempt of 5, its eta and the Russian message
     attempts = [json.loads(a) for a in gh.redis.lrange(ATTEMPTS_KEY, 0, -1)]
@@ -100,7 +101,7 @@ def test_a_poller_sees_the_retry_ladder_then_the_failure(processes, gh, settings
         resume_at = datetime.fromisoformat(progress["resumeAt"]).timestamp()
         failed_at, ran_at = attempts[n - 2]["at"], attempts[n - 1]["at"]
         # resumeAt is the real eta: base · 2^(n-2) after the failure, and the next attempt ran then
-        assert abs((resume_at - failed_at) - 0.3 * 2 ** (n - 2)) < 0.1
+        assert abs((resume_at - failed_at) - 0.8 * 2 ** (n - 2)) < 0.1
         assert resume_at - 0.005 <= ran_at < resume_at + 0.5
     final = httpx.get(f"{url}/v1/jobs/{job_id}", headers=ADMIN).json()
     assert final["progress"]["phase"] == "failed" and final["progress"]["attempt"] == 5
