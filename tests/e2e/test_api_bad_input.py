@@ -197,3 +197,17 @@ def test_what_gunicorn_answers_itself_is_problem_json(api, request_head, status,
     assert headers["content-type"] == PROBLEM, body[:300]
     problem = json.loads(body)
     assert (problem["status"], problem["code"]) == (status, code) and problem["detail"], problem
+
+
+def test_a_nul_in_a_query_is_422_and_every_v1_answer_says_no_store(api, account):
+    # A NUL byte in a query parameter, as gunicorn hands it over: a 422 naming it, not a 500 …
+    nul = httpx.get(f"{api}/v1/admin/accounts?name=a%00b", headers=ADMIN)
+    body = assert_problem(nul, 422, "VALIDATION_ERROR")
+    assert body["field"] == "name", body
+    # … and every /v1 answer, errors too, forbids caches (a new key must never be kept on the way)
+    key = httpx.post(f"{api}/v1/accounts/{account}/keys", headers=ADMIN)
+    assert key.status_code == 201, key.text
+    unauthorized = httpx.get(f"{api}/v1/admin/accounts", headers={"Authorization": "Bearer nope"})
+    assert unauthorized.status_code == 401
+    for answer in (nul, key, unauthorized):
+        assert answer.headers["cache-control"] == "no-store", answer.request.url
