@@ -13,7 +13,7 @@ import time
 import httpx
 
 from tests.conftest import ADMIN_TOKEN
-from tests.support.processes import wait_until
+from tests.support.processes import free_port, wait_until
 
 LOCKOUT_MS = 2_000
 FAILURES = 20  # AUTH_MAX_FAILURES' default, left unset
@@ -54,8 +54,8 @@ def locked_out(response: httpx.Response) -> bool:
     return response.status_code == 429 and 0 < int(response.headers["retry-after"]) <= LOCKOUT_MS / 1000
 
 
-def failures(url: str) -> dict[str, float]:
-    text = httpx.get(f"{url}/metrics").text
+def failures(metrics_url: str) -> dict[str, float]:
+    text = httpx.get(f"{metrics_url}/metrics").text
     return {
         m[1]: float(m[2])
         for m in re.finditer(r'gatehouse_auth_failures_total\{surface="(\w+)"\} (\S+)', text)
@@ -65,15 +65,16 @@ def failures(url: str) -> dict[str, float]:
 def test_failed_attempts_lock_out_one_address_in_every_worker_until_the_lockout_ends(processes):
     # Given an API with two workers behind a trusted proxy on 127.0.0.1
     env = {"BACKEND_ROLE": "api", "API_WORKERS": "2", "TRUSTED_PROXIES": "127.0.0.1/32"}
-    _, url = processes.api(env={**env, "AUTH_LOCKOUT_MS": str(LOCKOUT_MS)})
+    metrics_port = free_port()  # where /metrics is served (never on the public port)
+    _, url = processes.api(env={**env, "AUTH_LOCKOUT_MS": str(LOCKOUT_MS), "METRICS_PORT": str(metrics_port)})
     peers = Peers(url)
     try:
-        check(url, peers)
+        check(url, peers, f"http://127.0.0.1:{metrics_port}")
     finally:
         peers.close()
 
 
-def check(url: str, peers: Peers) -> None:
+def check(url: str, peers: Peers, metrics_url: str) -> None:
     attacker, neighbour = (
         "198.51.100.7, 203.0.113.9",
         "198.51.100.7, 203.0.113.10",
@@ -124,7 +125,7 @@ def check(url: str, peers: Peers) -> None:
     )
 
     # And every failure was counted, by surface, over both workers
-    assert failures(url) == {"api": 2 * FAILURES, "console": FAILURES}
+    assert failures(metrics_url) == {"api": 2 * FAILURES, "console": FAILURES}
 
     # And the lockout ends AUTH_LOCKOUT_MS after it began, not before
     wait_until(
