@@ -184,7 +184,10 @@ def test_a_scheduler_rides_out_a_redis_outage_at_a_tick_and_carries_on(processes
         timeout=20,
         what="next runs and the owed reconcile tick after Redis came back",
     )
+    # … and says so once both are sent (the line may follow them by a moment)
+    wait_until(
+        alive_and(scheduler, lambda: "Redis answers again" in scheduler.log()), timeout=5, what="the log line"
+    )
     log = scheduler.log()
-    assert "Redis answers again" in log
     assert log.count("Redis does not answer") == 1
     assert "Traceback" not in log
