@@ -10,7 +10,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CheckConstraint, Column, DateTime, Index, text
+from sqlalchemy import BigInteger, CheckConstraint, Column, DateTime, Index, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
@@ -156,3 +156,41 @@ class Job(SQLModel, table=True):
     updated_at: datetime = _tz(nullable=False, server_default=text("now()"))
     started_at: datetime | None = _tz(nullable=True)
     finished_at: datetime | None = _tz(nullable=True)
+    # An operator asked an active job to stop (POST /v1/jobs/{id}/cancel): the body stops at its
+    # next checkpoint or WB call and the run ends failed with "cancelled".
+    cancel_requested_at: datetime | None = _tz(nullable=True)
+    cancel_requested_by: str | None = Field(default=None, nullable=True)
+
+
+class JobAttempt(SQLModel, table=True):
+    """One run of a job, written by the runtime (through the job store): when it started and
+    ended, on which worker, and how it ended. The console's attempt history reads it."""
+
+    __tablename__ = "job_attempts"
+    __table_args__ = (Index("job_attempts_by_job", "job_id", "started_at"),)
+
+    id: int | None = Field(default=None, sa_column=Column(BigInteger, primary_key=True, autoincrement=True))
+    job_id: uuid.UUID = Field(foreign_key="jobs.id", ondelete="CASCADE")
+    attempt: int
+    worker: str | None = None
+    started_at: datetime = _tz(nullable=False)
+    # NULL while it runs (or if its worker died mid-run).
+    finished_at: datetime | None = _tz(nullable=True)
+    # completed | failed | retry | parked | skipped | lost; NULL while it runs.
+    outcome: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+
+
+class OperatorPause(SQLModel, table=True):
+    """An operator's hold: a queue whose consumers stop taking messages, or an account whose WB
+    jobs park (POST /v1/admin/queues/{queue}/pause, /v1/admin/accounts/{id}/pause)."""
+
+    __tablename__ = "operator_pauses"
+    __table_args__ = (CheckConstraint("kind IN ('queue', 'account')", name="operator_pauses_kind_valid"),)
+
+    kind: str = Field(primary_key=True)
+    # The queue's name or the account's id.
+    target: str = Field(primary_key=True)
+    paused_by: str
+    paused_at: datetime = _tz(nullable=False, server_default=text("now()"))

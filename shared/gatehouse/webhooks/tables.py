@@ -108,6 +108,8 @@ class WebhookDelivery(SQLModel, table=True):
     created_at: datetime = _tz()
     updated_at: datetime = _tz()
     delivered_at: datetime | None = _tz(nullable=True)
+    # Why a dead delivery died: {"attempt", "statusCode"?, "error"?, "byDeliveryId"?, "endpointDisabledAt"?}.
+    dead_reason: dict[str, Any] | None = Field(default=None, sa_column=Column(JSONB, nullable=True))
 
 
 class WebhookAttempt(SQLModel, table=True):
