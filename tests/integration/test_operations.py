@@ -61,7 +61,9 @@ def test_the_counts_read_only_the_live_and_recently_failed_rows_through_their_pa
         conn.exec_driver_sql("SET enable_seqscan = off")
         plan = "\n".join(r[0] for r in conn.exec_driver_sql("EXPLAIN " + operations.JOB_COUNTS))
     assert "Seq Scan" not in plan, plan
-    assert "jobs_failed_by_finished" in plan, plan
+    # On this near-empty table the planner may pick either partial index of the failed rows
+    # (by finished_at, or newest first); both read failed rows only, never the completed ones.
+    assert "jobs_failed_by_finished" in plan or "jobs_failed_newest" in plan, plan
 
 
 def test_every_registry_queue_is_listed_with_zero_counts_and_a_queue_with_rows_too(gh, sql):
