@@ -9,6 +9,7 @@ Rows older than AUDIT_RETENTION are deleted by ``prune`` (gatehouse.retention), 
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import datetime
 from typing import Any
 
@@ -26,6 +27,7 @@ class AuditEntry(SQLModel, table=True):
         Index("audit_log_by_entity", "entity", "entity_id", "id"),
         # Retention: the oldest first (gatehouse.retention).
         Index("audit_log_by_created", "created_at"),
+        Index("audit_log_by_operation", "operation_id", postgresql_where=text("operation_id IS NOT NULL")),
     )
 
     id: int | None = Field(default=None, sa_column=Column(BigInteger, primary_key=True, autoincrement=True))
@@ -37,6 +39,8 @@ class AuditEntry(SQLModel, table=True):
     entity_id: str
     before: dict[str, Any] | None = Field(default=None, sa_column=Column(JSONB, nullable=True))
     after: dict[str, Any] | None = Field(default=None, sa_column=Column(JSONB, nullable=True))
+    # The bulk operation that made this change, if one did (its revert reads these rows).
+    operation_id: uuid.UUID | None = Field(default=None, nullable=True)
     created_at: datetime = Field(
         sa_column=Column(DateTime(timezone=True), nullable=False, server_default=text("now()"))
     )

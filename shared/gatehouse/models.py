@@ -52,6 +52,21 @@ class Account(SQLModel, table=True):
     wb_token_key_id: str | None = None
     active: bool = Field(default=True, sa_column_kwargs={"server_default": text("true")})
     created_at: datetime = _tz(nullable=False, server_default=text("now()"))
+    # WB rejected the token (401): {"since", "jobId", "status"}; cleared when a new token is set.
+    token_invalid: dict[str, Any] | None = _json(nullable=True)
+
+
+class AccountDataset(SQLModel, table=True):
+    """When a completed job last brought one dataset of an account up to date (its freshness)."""
+
+    __tablename__ = "account_datasets"
+    # The oldest per dataset across accounts, and the stale ones past a dataset's SLO.
+    __table_args__ = (Index("account_datasets_by_age", "dataset", "last_synced_at"),)
+
+    account_id: uuid.UUID = Field(foreign_key="accounts.id", ondelete="CASCADE", primary_key=True)
+    dataset: str = Field(primary_key=True)
+    last_synced_at: datetime = _tz(nullable=False)
+    last_job_id: uuid.UUID | None = None
 
 
 class ApiKey(SQLModel, table=True):

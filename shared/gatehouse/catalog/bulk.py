@@ -105,6 +105,8 @@ class BulkOperation(SQLModel, table=True):
         sa_column=Column(JSONB, nullable=False, server_default=text("'[]'::jsonb"))
     )
     error: dict[str, Any] | None = Field(default=None, sa_column=Column(JSONB, nullable=True))
+    # The operation this one reverts (POST …/bulk-operations/{id}/revert), if it is a revert.
+    revert_of: uuid.UUID | None = Field(default=None, nullable=True)
     created_at: datetime = Field(
         sa_column=Column(DateTime(timezone=True), nullable=False, server_default=text("now()"))
     )
