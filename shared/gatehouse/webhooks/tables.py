@@ -49,15 +49,27 @@ def _tz(nullable: bool = False) -> Any:
 
 class WebhookEndpoint(SQLModel, table=True):
     __tablename__ = "webhook_endpoints"
-    __table_args__ = (Index("webhook_endpoints_by_created", "created_at", "id"),)
+    __table_args__ = (
+        Index("webhook_endpoints_by_created", "created_at", "id"),
+        # An account's own endpoints (an account key manages them; they get only its events).
+        Index("webhook_endpoints_by_account", "account_id", postgresql_where=text("account_id IS NOT NULL")),
+    )
 
     id: uuid.UUID = Field(primary_key=True)
+    # The seller account that owns it; NULL: an admin endpoint.
+    account_id: uuid.UUID | None = Field(default=None, foreign_key="accounts.id", ondelete="CASCADE")
     url: str
     description: str = Field(default="", sa_column_kwargs={"server_default": ""})
     # The event types it receives; NULL: every type.
     event_types: list[str] | None = Field(default=None, sa_column=Column(ARRAY(String), nullable=True))
     enabled: bool = Field(default=True, sa_column_kwargs={"server_default": text("true")})
     disabled_reason: str | None = Field(default=None, nullable=True)
+    disabled_at: datetime | None = _tz(nullable=True)
+    # Deliveries beyond it wait, spending no attempt; NULL: no limit.
+    rate_limit_per_second: int | None = Field(default=None, nullable=True)
+    # Since when every attempt has failed (cleared by a success): past WEBHOOK_DISABLE_AFTER_MS
+    # the endpoint is disabled as failing.
+    failing_since: datetime | None = _tz(nullable=True)
     # whsec_… secrets, encrypted at rest (gatehouse.crypto, like WB tokens), each with the id of
     # the key that encrypted it. After a rotation the previous one also signs until
     # previous_secret_until; the hourly prune clears it then (gatehouse.retention).
