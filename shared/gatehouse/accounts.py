@@ -96,6 +96,15 @@ class AccountListing:
     created_at: datetime
 
 
+@dataclass(frozen=True)
+class AccountChange:
+    """What a PATCH of an account changes; None leaves a field as it is."""
+
+    name: str | None = None
+    wb_token: str | None = None
+    active: bool | None = None
+
+
 def require_active(account_id: uuid.UUID, active: bool) -> None:
     """A switched-off account takes no new work (its live jobs finish): 409 ACCOUNT_INACTIVE."""
     if not active:
@@ -139,31 +148,22 @@ class Accounts:
         ).one()
         return Account(**row._mapping)
 
-    def update(
-        self,
-        tx: Tx,
-        account_id: uuid.UUID,
-        *,
-        name: str | None = None,
-        wb_token: str | None = None,
-        active: bool | None = None,
-        actor: str,
-    ) -> Account:
-        """Rename, set a new WB token (encrypted; it clears ``token_invalid``), switch on or off; None
-        leaves a field as it is. Audited with what changed (of the token: that it did, never its value)."""
+    def update(self, tx: Tx, account_id: uuid.UUID, change: AccountChange, *, actor: str) -> Account:
+        """Rename, set a new WB token (encrypted; it clears ``token_invalid``), switch on or off. Audited
+        with what changed (of the token: that it did, never its value)."""
         was = tx.conn.execute(
             text(f"SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE id = :id FOR UPDATE"), {"id": account_id}
         ).one_or_none()
         if was is None:
             raise NotFound(f"account {account_id} not found")
-        sets, params = [], {"id": account_id, "name": name, "active": active}
-        if name is not None:
+        sets, params = [], {"id": account_id, "name": change.name, "active": change.active}
+        if change.name is not None:
             sets.append("name = :name")
-        if active is not None:
+        if change.active is not None:
             sets.append("active = :active")
-        if wb_token is not None:
+        if change.wb_token is not None:
             sets += ["wb_token_encrypted = :token", "wb_token_key_id = :key_id", "token_invalid = NULL"]
-            params |= {"token": self.cipher.encrypt(wb_token), "key_id": self.cipher.key_id}
+            params |= {"token": self.cipher.encrypt(change.wb_token), "key_id": self.cipher.key_id}
         row = tx.conn.execute(
             text(f"UPDATE accounts SET {', '.join(sets)} WHERE id = :id RETURNING {ACCOUNT_COLUMNS}"), params
         ).one()
@@ -171,7 +171,7 @@ class Accounts:
         for field, old, new in (("name", was.name, row.name), ("active", was.active, row.active)):
             if old != new:
                 before[field], after[field] = old, new
-        if wb_token is not None:
+        if change.wb_token is not None:
             after["wbToken"] = "replaced"
             if was.token_invalid is not None:
                 before["tokenInvalid"], after["tokenInvalid"] = was.token_invalid, None

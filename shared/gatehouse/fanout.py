@@ -10,8 +10,8 @@
   carries the tick's time; a single-job schedule (a sweep) gets its one job.
 - The fan-out job (``run``) walks the active accounts in id order, ``chunk_size`` at
   a time, and skips those whose WB token was rejected (``token-invalid``, counted in
-  ``gatehouse_fanout_skipped_total``) until a new token is set. Each chunk is one transaction: one ``INSERT … SELECT … ON CONFLICT DO
-  NOTHING`` of its jobs (``JobStore.create_for_accounts``; an account with a live
+  ``gatehouse_fanout_skipped_total``) until a new token is set. Each chunk is one
+  transaction: one ``INSERT … SELECT … ON CONFLICT DO NOTHING`` of its jobs (``JobStore.create_for_accounts``; an account with a live
   job of the type gets none) and the run's checkpoint, the last account id, fenced
   by its claim. The chunk's messages go after the commit in one Redis round
   trip (``Dispatcher.send_all``). A crash loses at most the chunk that did not

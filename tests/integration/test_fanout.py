@@ -10,6 +10,7 @@ from unittest.mock import ANY
 import pytest
 
 from gatehouse import metrics
+from gatehouse.accounts import AccountChange
 from gatehouse.composition import bootstrap
 from gatehouse.fanout import TICK_FIELD, FanOutHandlers, offset_ms
 from gatehouse.gate.vocabulary import DUE_AT_FIELD
@@ -230,7 +231,7 @@ def test_a_fan_out_skips_switched_off_accounts_and_rejected_tokens_until_a_new_t
         assert gh.accounts.token_rejected(tx, rejected, job_id=uuid.uuid4(), status=401) is None  # once
     assert event.type == "wb.account.token_invalid"
     assert event.data == {"accountId": str(rejected), "since": ANY, "jobId": str(job_id), "status": 401}
-    gh.account_handlers.update_account(off, active=False, actor="admin")
+    gh.account_handlers.update_account(off, AccountChange(active=False), actor="admin")
     handlers = fan_outs(gh, chunk_size=2, **{"rnp-ads": {"spread_ms": 0}})
     skipped = metrics.FANOUT_SKIPPED.labels(reason="token-invalid")
     before = skipped._value.get()
@@ -254,7 +255,7 @@ def test_a_fan_out_skips_switched_off_accounts_and_rejected_tokens_until_a_new_t
     assert skipped._value.get() == before + 1
 
     # When the rejected account gets a new token (audited, never its value), the next tick includes it
-    account = gh.account_handlers.update_account(rejected, wb_token="s-new", actor="admin")
+    account = gh.account_handlers.update_account(rejected, AccountChange(wb_token="s-new"), actor="admin")
     assert account.token_invalid is None and gh.accounts.wb_token(rejected) == "s-new"
     [audit] = sql(
         "SELECT actor, before, after FROM audit_log WHERE action = 'account.update' AND entity_id = :a",

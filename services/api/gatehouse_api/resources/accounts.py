@@ -6,6 +6,7 @@ import uuid
 
 import falcon
 
+from gatehouse.accounts import AccountChange
 from gatehouse.accounts import Accounts as AccountStore
 from gatehouse.errors import ValidationFailed
 from gatehouse.handlers import AccountHandlers
@@ -87,9 +88,8 @@ class Account:
         body = read_json(req, PatchAccount, max_bytes=self.max_body_bytes)
         if not body.model_fields_set:
             raise ValidationFailed("give at least one of name, wbToken, active")
-        account = self.handlers.update_account(
-            account_id, name=body.name, wb_token=body.wbToken, active=body.active, actor=principal(req).actor
-        )
+        change = AccountChange(name=body.name, wb_token=body.wbToken, active=body.active)
+        account = self.handlers.update_account(account_id, change, actor=principal(req).actor)
         resp.media = account_view(account)
 
 
