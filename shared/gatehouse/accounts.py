@@ -187,21 +187,28 @@ class Accounts:
         return Account(**row._mapping)
 
     def token_rejected(
-        self, tx: Tx, account_id: uuid.UUID, *, job_id: uuid.UUID, status: int
+        self, tx: Tx, account_id: uuid.UUID, wb_token: str, *, job_id: uuid.UUID, status: int
     ) -> Event | None:
-        """WB rejected the account's token (``status``, 401) on job ``job_id``: the account is marked,
-        and its scheduled fan-outs skip it until a new token is set. Returns the event to raise, or None
-        when it was marked already (the first rejection is the one kept and announced)."""
+        """WB rejected ``wb_token`` (``status``, 401) on job ``job_id``: if it is still the account's
+        token, the account is marked, and its scheduled fan-outs skip it until a new token is set.
+        Returns the event to raise, or None when it was marked already (the first rejection is the one
+        kept and announced) or the token was replaced since the job read it."""
+        was = tx.conn.execute(
+            text("SELECT wb_token_encrypted, token_invalid FROM accounts WHERE id = :id FOR UPDATE"),
+            {"id": account_id},
+        ).one_or_none()
+        if was is None or was.token_invalid is not None or not was.wb_token_encrypted:
+            return None
+        if not hmac.compare_digest(self.cipher.decrypt(was.wb_token_encrypted).encode(), wb_token.encode()):
+            return None
         row = tx.conn.execute(
             text(
                 "UPDATE accounts SET token_invalid = jsonb_build_object("
                 "'since', now(), 'jobId', CAST(:job_id AS text), 'status', CAST(:status AS int)) "
-                "WHERE id = :id AND token_invalid IS NULL RETURNING token_invalid"
+                "WHERE id = :id RETURNING token_invalid"
             ),
             {"id": account_id, "job_id": str(job_id), "status": status},
-        ).one_or_none()
-        if row is None:
-            return None
+        ).one()
         return Event(TOKEN_INVALID_EVENT, {"accountId": str(account_id), **row.token_invalid})
 
     def get(self, account_id: uuid.UUID) -> Account:

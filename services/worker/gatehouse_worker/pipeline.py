@@ -304,7 +304,7 @@ class JobRuntime(Middleware):
             progress = P.stored(t.phase, reason=t.reason)
             if job.tier == "scheduled" and job_type.gate is not None:
                 self._count_skips(ctx, skipped=t.kind == "skip")
-            self._write(lambda: self._finish(job_type, claim, state, progress, t), job.id)
+            self._write(lambda: self._finish(job_type, claim, state, progress, t, ctx.wb_token), job.id)
             metrics.JOBS_FINISHED.labels(type=job.type, outcome=FINISHED[t.kind]).inc()
             if t.kind == "skip":
                 log.info("scheduled job %s skipped: account %s stayed busy", job.id, job.account_id)
@@ -354,10 +354,20 @@ class JobRuntime(Middleware):
         except RedisError as exc:
             log.warning("job %s: its account's skip streak is not counted (%s)", job.id, exc)
 
-    def _finish(self, job_type: JobType, claim: Claim, state: str, progress: dict, t: rd.Transition) -> None:
+    def _finish(
+        self,
+        job_type: JobType,
+        claim: Claim,
+        state: str,
+        progress: dict,
+        t: rd.Transition,
+        wb_token: str | None,
+    ) -> None:
         """The outcome; a type that emits raises its event in the same transaction (a retried write starts
-        afresh), as does a job WB rejected the account's token on: the account is marked with it."""
-        rejected = t.reason == WbUnauthorized.code and claim.job.account_id is not None
+        afresh), as does a job WB rejected the account's token (``wb_token``) on: the account is marked."""
+        rejected = (
+            t.reason == WbUnauthorized.code and claim.job.account_id is not None and wb_token is not None
+        )
         if not job_type.emits and not rejected:  # one statement: batched with the other threads' outcomes
             self.rows.finish(Outcome(claim, state, progress, t.result, t.error))
             return
@@ -372,7 +382,7 @@ class JobRuntime(Middleware):
                 )
             if rejected and (
                 event := self.accounts.token_rejected(
-                    tx, claim.job.account_id, job_id=claim.job.id, status=401
+                    tx, claim.job.account_id, wb_token, job_id=claim.job.id, status=401
                 )
             ):
                 tx.publish(event)
