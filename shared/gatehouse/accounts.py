@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, text
 
+from gatehouse import audit
 from gatehouse.audit import ADMIN_ACTOR
 from gatehouse.crypto import Encrypted, Reencrypted, TokenCipher, reencrypt
 from gatehouse.db import Statements
-from gatehouse.errors import ConfigurationError, NotFound
+from gatehouse.errors import ConfigurationError, Conflict, NotFound
+from gatehouse.events import Event
 from gatehouse.keys import LIVE, STALE, KeyRecord, KeyTable, Touched, sha256, split
 from gatehouse.models import Account
 from gatehouse.paging import newest_first
@@ -35,6 +37,8 @@ class Principal:
     account_id: uuid.UUID | None = None
     # The staff user of a user key: the requester of what the request starts.
     user_id: uuid.UUID | None = None
+    # An account key's account is switched on (read with the key: its creates need no other read).
+    account_active: bool = True
 
     @property
     def bootstrap(self) -> bool:
@@ -55,7 +59,13 @@ ADMIN = Principal(admin=True)
 
 ACCOUNT_COLUMNS = ", ".join(Account.__table__.columns.keys())
 SQL_ACCOUNT = f"SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE id = %(id)s"
-SQL_KEY = f"SELECT account_id, secret_sha256, {STALE} AS stale FROM api_keys WHERE id = %(id)s AND {LIVE}"
+SQL_KEY = (
+    f"SELECT account_id, secret_sha256, {STALE} AS stale, "
+    "(SELECT active FROM accounts WHERE accounts.id = api_keys.account_id) AS account_active "
+    f"FROM api_keys WHERE id = %(id)s AND {LIVE}"
+)
+# The event raised when WB rejects an account's token (webhooks; docs/api/webhooks.md).
+TOKEN_INVALID_EVENT = "wb.account.token_invalid"
 KEYS = KeyTable(
     "api_keys",
     entity="account_key",
@@ -72,6 +82,7 @@ class _Key:
     account_id: uuid.UUID
     secret_sha256: str
     stale: bool
+    account_active: bool
 
 
 @dataclass(frozen=True)
@@ -83,6 +94,21 @@ class AccountListing:
     name: str
     active: bool
     created_at: datetime
+
+
+@dataclass(frozen=True)
+class AccountChange:
+    """What a PATCH of an account changes; None leaves a field as it is."""
+
+    name: str | None = None
+    wb_token: str | None = None
+    active: bool | None = None
+
+
+def require_active(account_id: uuid.UUID, active: bool) -> None:
+    """A switched-off account takes no new work (its live jobs finish): 409 ACCOUNT_INACTIVE."""
+    if not active:
+        raise Conflict(f"account {account_id} is switched off: it takes no new jobs", code="ACCOUNT_INACTIVE")
 
 
 class Accounts:
@@ -122,6 +148,69 @@ class Accounts:
         ).one()
         return Account(**row._mapping)
 
+    def update(self, tx: Tx, account_id: uuid.UUID, change: AccountChange, *, actor: str) -> Account:
+        """Rename, set a new WB token (encrypted; it clears ``token_invalid``), switch on or off. Audited
+        with what changed (of the token: that it did, never its value)."""
+        was = tx.conn.execute(
+            text(f"SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE id = :id FOR UPDATE"), {"id": account_id}
+        ).one_or_none()
+        if was is None:
+            raise NotFound(f"account {account_id} not found")
+        sets, params = [], {"id": account_id, "name": change.name, "active": change.active}
+        if change.name is not None:
+            sets.append("name = :name")
+        if change.active is not None:
+            sets.append("active = :active")
+        if change.wb_token is not None:
+            sets += ["wb_token_encrypted = :token", "wb_token_key_id = :key_id", "token_invalid = NULL"]
+            params |= {"token": self.cipher.encrypt(change.wb_token), "key_id": self.cipher.key_id}
+        row = tx.conn.execute(
+            text(f"UPDATE accounts SET {', '.join(sets)} WHERE id = :id RETURNING {ACCOUNT_COLUMNS}"), params
+        ).one()
+        before, after = {}, {}
+        for field, old, new in (("name", was.name, row.name), ("active", was.active, row.active)):
+            if old != new:
+                before[field], after[field] = old, new
+        if change.wb_token is not None:
+            after["wbToken"] = "replaced"
+            if was.token_invalid is not None:
+                before["tokenInvalid"], after["tokenInvalid"] = was.token_invalid, None
+        audit.record(
+            tx.conn,
+            actor=actor,
+            action="account.update",
+            entity="account",
+            entity_id=str(account_id),
+            before=before,
+            after=after,
+        )
+        return Account(**row._mapping)
+
+    def token_rejected(
+        self, tx: Tx, account_id: uuid.UUID, wb_token: str, *, job_id: uuid.UUID, status: int
+    ) -> Event | None:
+        """WB rejected ``wb_token`` (``status``, 401) on job ``job_id``: if it is still the account's
+        token, the account is marked, and its scheduled fan-outs skip it until a new token is set.
+        Returns the event to raise, or None when it was marked already (the first rejection is the one
+        kept and announced) or the token was replaced since the job read it."""
+        was = tx.conn.execute(
+            text("SELECT wb_token_encrypted, token_invalid FROM accounts WHERE id = :id FOR UPDATE"),
+            {"id": account_id},
+        ).one_or_none()
+        if was is None or was.token_invalid is not None or not was.wb_token_encrypted:
+            return None
+        if not hmac.compare_digest(self.cipher.decrypt(was.wb_token_encrypted).encode(), wb_token.encode()):
+            return None
+        row = tx.conn.execute(
+            text(
+                "UPDATE accounts SET token_invalid = jsonb_build_object("
+                "'since', now(), 'jobId', CAST(:job_id AS text), 'status', CAST(:status AS int)) "
+                "WHERE id = :id RETURNING token_invalid"
+            ),
+            {"id": account_id, "job_id": str(job_id), "status": status},
+        ).one()
+        return Event(TOKEN_INVALID_EVENT, {"accountId": str(account_id), **row.token_invalid})
+
     def get(self, account_id: uuid.UUID) -> Account:
         # One prepared statement on the hot path (a transaction would be three round trips).
         account = self._statements.one(SQL_ACCOUNT, {"id": account_id}, Account)
@@ -144,15 +233,20 @@ class Accounts:
         with self.engine.connect() as conn:
             return TOKENS.old_key_rows(conn, self.cipher)
 
-    def active_ids(self, *, after: uuid.UUID | None = None, limit: int) -> list[uuid.UUID]:
-        """Up to ``limit`` active accounts in id order, those after ``after`` (a fan-out's chunks)."""
+    def active_ids(self, *, after: uuid.UUID | None = None, limit: int) -> list[tuple[uuid.UUID, bool]]:
+        """Up to ``limit`` active accounts in id order, those after ``after`` (a fan-out's chunks), each
+        with whether WB rejected its token (a fan-out skips it)."""
         with self.engine.connect() as conn:
-            return list(
-                conn.execute(
-                    text("SELECT id FROM accounts WHERE active AND id > :after ORDER BY id LIMIT :limit"),
+            return [
+                (row.id, row.token_invalid)
+                for row in conn.execute(
+                    text(
+                        "SELECT id, token_invalid IS NOT NULL AS token_invalid FROM accounts "
+                        "WHERE active AND id > :after ORDER BY id LIMIT :limit"
+                    ),
                     {"after": after or uuid.UUID(int=0), "limit": limit},
-                ).scalars()
-            )
+                )
+            ]
 
     def page(
         self,
@@ -205,4 +299,4 @@ class Accounts:
             return None
         if key.stale:
             self._statements.one(KEYS.touch_sql, {"id": key_id}, Touched)
-        return Principal(account_id=key.account_id)
+        return Principal(account_id=key.account_id, account_active=key.account_active)

@@ -9,8 +9,9 @@
   (``gatehouse.schedules.FAN_OUTS``, a system job: one live per schedule), which
   carries the tick's time; a single-job schedule (a sweep) gets its one job.
 - The fan-out job (``run``) walks the active accounts in id order, ``chunk_size`` at
-  a time. Each chunk is one transaction: one ``INSERT … SELECT … ON CONFLICT DO
-  NOTHING`` of its jobs (``JobStore.create_for_accounts``; an account with a live
+  a time, and skips those whose WB token was rejected (``token-invalid``, counted in
+  ``gatehouse_fanout_skipped_total``) until a new token is set. Each chunk is one
+  transaction: one ``INSERT … SELECT … ON CONFLICT DO NOTHING`` of its jobs (``JobStore.create_for_accounts``; an account with a live
   job of the type gets none) and the run's checkpoint, the last account id, fenced
   by its claim. The chunk's messages go after the commit in one Redis round
   trip (``Dispatcher.send_all``). A crash loses at most the chunk that did not
@@ -41,6 +42,7 @@ from typing import Any
 
 from redis import Redis, RedisError
 
+from gatehouse import metrics
 from gatehouse.accounts import Accounts
 from gatehouse.gate.vocabulary import DUE_AT_FIELD, GATE_TIER_FIELD
 from gatehouse.jobs import JobStore, datetime_to_ms, utcnow
@@ -52,6 +54,8 @@ log = logging.getLogger(__name__)
 
 # The fan-out job's payload: when its tick ran (epoch ms), the zero of every job's offset.
 TICK_FIELD = "tickAtMs"
+# Why a fan-out wrote no job for an active account (gatehouse_fanout_skipped_total's reason).
+TOKEN_INVALID = "token-invalid"
 # A job's payload: its pair's consecutive account-busy skips when it was created (absent: none).
 SKIP_STREAK_FIELD = "skipStreak"
 
@@ -154,9 +158,11 @@ class FanOutHandlers:
         job_type, window = schedule.job_type, schedule.spread
         done = {"after": None, "created": 0, "alreadyLive": 0, **resume}
         started = time.monotonic()
-        while ids := self.accounts.active_ids(
+        while chunk := self.accounts.active_ids(
             after=uuid.UUID(done["after"]) if done["after"] else None, limit=self.chunk_size
         ):
+            # WB rejected these accounts' tokens: no job until a new token is set (PATCH /v1/accounts/…).
+            ids = [account_id for account_id, token_invalid in chunk if not token_invalid]
             streaks = self._streaks(job_type.name, ids) if job_type.gate else [0] * len(ids)
             jobs = []
             for account_id, streak in zip(ids, streaks, strict=True):
@@ -165,11 +171,12 @@ class FanOutHandlers:
             with self.uow.begin() as tx:
                 created = self.jobs.create_for_accounts(tx, job_type, jobs)
                 done = {
-                    "after": str(ids[-1]),
+                    "after": str(chunk[-1][0]),
                     "created": done["created"] + created,
                     "alreadyLive": done["alreadyLive"] + len(ids) - created,
                 }
                 save(done, tx=tx)
+            metrics.FANOUT_SKIPPED.labels(reason=TOKEN_INVALID).inc(len(chunk) - len(ids))
         log.info(
             "%s: %d job(s) created, %d already live, spread over %d ms (this run: %.2f s%s)",
             name,

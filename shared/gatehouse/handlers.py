@@ -21,7 +21,7 @@ from redis import RedisError
 
 from gatehouse import job_types as jt
 from gatehouse import progress as P
-from gatehouse.accounts import Accounts
+from gatehouse.accounts import AccountChange, Accounts
 from gatehouse.dispatch import Dispatcher
 from gatehouse.gate import RedisGate, owner
 from gatehouse.job_types import JobType
@@ -139,8 +139,8 @@ class JobHandlers:
 
 
 class AccountHandlers:
-    """Seller accounts and staff users: create them, issue and revoke their API keys (each key shown
-    once), remove a user. Each key change and removal writes its audit row in its transaction."""
+    """Seller accounts and staff users: create them, change an account, issue and revoke their API keys
+    (each key shown once), remove a user. Each change and removal writes its audit row in its transaction."""
 
     def __init__(self, uow: UnitOfWork, accounts: Accounts, users: Users) -> None:
         self.uow, self.accounts, self.users = uow, accounts, users
@@ -149,6 +149,15 @@ class AccountHandlers:
         """The WB token is stored encrypted (ConfigurationError without TOKEN_ENCRYPTION_KEY)."""
         with self.uow.begin() as tx:
             return self.accounts.create(tx, name, wb_token)
+
+    def update_account(self, account_id: uuid.UUID, change: AccountChange, *, actor: str) -> Account:
+        """Rename, rotate the WB token (clears ``token_invalid``), switch off or on; audited.
+
+        A switched-off account's fan-outs skip it and its creates answer ACCOUNT_INACTIVE; its live
+        jobs finish. NotFound for an unknown account.
+        """
+        with self.uow.begin() as tx:
+            return self.accounts.update(tx, account_id, change, actor=actor)
 
     def issue_account_key(
         self, account_id: uuid.UUID, *, expires_at: datetime | None = None, actor: str

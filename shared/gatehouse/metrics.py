@@ -32,6 +32,11 @@ PRUNED = Counter(
     "Rows deleted by retention (gatehouse.retention), by table, counted as each batch commits.",
     ["table"],
 )
+FANOUT_SKIPPED = Counter(
+    "gatehouse_fanout_skipped_total",
+    "Accounts a scheduled fan-out wrote no job for, by reason (token-invalid: WB rejected its token).",
+    ["reason"],
+)
 RECONCILED = Counter("gatehouse_reconciled_total", "Job messages re-sent by reconciliation.")
 RECOVERED = Counter(
     "gatehouse_recovered_total",

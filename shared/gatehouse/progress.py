@@ -9,6 +9,8 @@ from the row. All wording lives in this module.
 from __future__ import annotations
 
 import math
+import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -80,7 +82,6 @@ FAILURE_TEXT = {
     WB_429: "Wildberries ответил «слишком много запросов» (429)",
     "wb-unavailable": "Wildberries временно недоступен",
     "wb-timeout": "Wildberries не ответил вовремя",
-    "wb-unauthorized": "Wildberries отклонил токен кабинета (401)",
     "wb-forbidden": "Wildberries запретил доступ к методу (403)",
     "wb-bad-request": "Wildberries отклонил запрос (400)",
     CANCELLED: "задача отменена оператором",
@@ -91,6 +92,42 @@ FAILURE_TEXT = {
     "statement-timeout": "база данных не ответила вовремя",
 }
 GENERIC_FAILURE = "задача завершилась с ошибкой"
+# A failure the seller must act on: the whole message says what to do.
+FAILED_TEXT = {
+    "wb-unauthorized": "Wildberries отклонил токен — обновите токен в настройках кабинета",
+}
+
+# What a job waits for at its account's gate: the holder's work, in the genitive («Ждём завершения …»).
+WAITED_TEXT = {
+    "import-user-feeds": "импорта заказов и продаж",
+    "import-user-report": "импорта отчёта",
+    "autobidder-sync-user": "синхронизации кампаний и ставок",
+    "inventory-sync-user": "синхронизации остатков",
+    "digitization:sync-account": "плановой загрузки заказов и продаж",
+    "digitization:sync-account-backfill": "плановой догрузки заказов и продаж",
+    "rnp:ads-sync-account": "плановой синхронизации рекламы",
+    "rnp:finance-sync-account": "плановой загрузки финансового отчёта",
+}
+WAITED_OTHER = "другой задачи"
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """Where a job waiting for its account's gate stands: the holder (None: not known now) and its
+    position in the line (1 = next; None: not in it now)."""
+
+    holder_id: uuid.UUID | None = None
+    holder_type: str | None = None
+    holder_tier: str | None = None
+    holder_phase: str | None = None
+    position: int | None = None
+
+
+def _place(position: int | None) -> str:
+    """«вы следующий, », «перед вами 2, »: how many wait ahead in the line (the holder aside)."""
+    if position is None:
+        return ""
+    return "вы следующий, " if position == 1 else f"перед вами {position - 1}, "
 
 
 def _failure(reason: str | None) -> str:
@@ -106,12 +143,15 @@ def message(
     resume_in_ms: float | None,
     reason: str | None,
     result: dict[str, Any] | None = None,
+    waiting: Waiting | None = None,
 ) -> str:
     wait = in_about(resume_in_ms) if resume_in_ms is not None else "через несколько секунд"
     if phase == RUNNING:
         return RUNNING_TEXT.get(job_type, "Задача выполняется")
     if phase == WAITING_ACCOUNT:
-        return f"Ждём завершения другой задачи по этому кабинету — проверим {wait}"
+        waiting = waiting or Waiting()
+        what = WAITED_TEXT.get(waiting.holder_type or "", WAITED_OTHER)
+        return f"Ждём завершения {what} по этому кабинету — {_place(waiting.position)}проверим {wait}"
     if phase == RATE_LIMITED:
         return f"Пауза по лимиту запросов Wildberries — продолжим {wait}"
     if phase == WAITING_ENDPOINT:
@@ -122,6 +162,8 @@ def message(
         if result and result.get("skipped"):
             return "Пропущено: по кабинету выполнялась другая задача — возьмём в следующий раз"
         return "Готово"
+    if phase == FAILED and reason in FAILED_TEXT:
+        return FAILED_TEXT[reason]
     if phase == FAILED:
         # «после 1 попытки / 2 попыток / 21 попытки» (genitive after «после»); a cancelled job's
         # ``attempt`` is the one it was waiting to run, so its tries are not counted.
@@ -139,8 +181,10 @@ def render(
     max_attempts: int,
     result: dict[str, Any] | None = None,
     now: datetime | None = None,
+    waiting: Waiting | None = None,
 ) -> dict[str, Any] | None:
-    """The status poll's ``progress``: phase, message, resumeAt, attempt, maxAttempts."""
+    """The status poll's ``progress``: phase, message, resumeAt, attempt, maxAttempts; and, given
+    ``waiting`` (a job waiting for its account's gate), waitingFor (the holder) and position."""
     if stored_progress is None:
         return None
     now = now or datetime.now(UTC)
@@ -149,7 +193,7 @@ def render(
     if resume_at:
         resume_in_ms = (datetime.fromisoformat(resume_at) - now).total_seconds() * 1000
     phase = stored_progress["phase"]
-    return {
+    rendered = {
         "phase": phase,
         "message": message(
             phase,
@@ -159,8 +203,22 @@ def render(
             resume_in_ms=resume_in_ms,
             reason=stored_progress.get("reason"),
             result=result,
+            waiting=waiting,
         ),
         "resumeAt": resume_at,
         "attempt": attempt,
         "maxAttempts": max_attempts,
     }
+    if waiting is not None and phase == WAITING_ACCOUNT:
+        rendered["waitingFor"] = (
+            None
+            if waiting.holder_id is None
+            else {
+                "jobId": str(waiting.holder_id),
+                "type": waiting.holder_type,
+                "tier": waiting.holder_tier,
+                "phase": waiting.holder_phase,
+            }
+        )
+        rendered["position"] = waiting.position
+    return rendered

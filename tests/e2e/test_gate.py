@@ -74,18 +74,32 @@ def test_imports_of_one_account_never_overlap_while_other_accounts_run_alongside
         for kind in ("feeds", "report")
     }  # fmt: skip
 
-    # Then the second job of an account says what it waits for, and has not used an attempt
+    # Then the second job of an account says what it waits for (the job holding the gate, its own place
+    # in line), and has not used an attempt
     def waiting_status():
-        for job_id in jobs.values():
+        for (acc, kind), job_id in jobs.items():
             status = httpx.get(f"{url}/v1/jobs/{job_id}", headers=ADMIN).json()
-            if (status["progress"] or {}).get("phase") == "waiting-account":
-                return status
+            if (status["progress"] or {}).get("waitingFor"):
+                return acc, kind, status
         return None
 
-    status = wait_until(waiting_status, timeout=20, interval=0.01, what="a job waiting for its account")
+    acc, kind, status = wait_until(
+        waiting_status, timeout=20, interval=0.01, what="a job waiting for its account"
+    )
+    holder = "report" if kind == "feeds" else "feeds"
     assert status["state"] == "delayed"
+    waiting_for = status["progress"]["waitingFor"]
+    assert waiting_for["phase"] in ("running", "rate-limited")
+    assert waiting_for == {
+        "jobId": jobs[(acc, holder)],
+        "type": f"import-user-{holder}",
+        "tier": "user",
+        "phase": waiting_for["phase"],
+    }
+    assert status["progress"]["position"] == 1
+    what = {"report": "импорта отчёта", "feeds": "импорта заказов и продаж"}[holder]
     assert status["progress"]["message"].startswith(
-        "Ждём завершения другой задачи по этому кабинету — проверим через"
+        f"Ждём завершения {what} по этому кабинету — вы следующий, проверим через"
     )
     assert status["progress"]["resumeAt"] is not None
     assert status["progress"]["attempt"] == 1

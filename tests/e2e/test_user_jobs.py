@@ -156,4 +156,6 @@ def test_a_rejected_wb_token_fails_at_once_without_retries(stack, sandbox):
 
     assert status["error"]["code"] == "wb-unauthorized"
     assert status["progress"]["attempt"] == 1 and status["progress"]["maxAttempts"] == 5
-    assert status["progress"]["message"] == "Не получилось: Wildberries отклонил токен кабинета (401)"
+    assert (
+        status["progress"]["message"] == "Wildberries отклонил токен — обновите токен в настройках кабинета"
+    )

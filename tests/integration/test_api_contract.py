@@ -78,7 +78,54 @@ def test_read_account(client):
     response = client.simulate_get(f"/v1/accounts/{account}", headers=ADMIN)
     assert response.status_code == 200
     assert response.json["accountId"] == account and response.json["name"] == "Лавка"
+    assert response.json["active"] is True and response.json["tokenInvalid"] is None
     assert response.json["createdAt"]
+
+
+def test_patch_account_renames_switches_off_and_its_creates_answer_409_whoever_asks(client):
+    account = create_account(client)
+    key = key_for(client, account)
+    url = f"/v1/accounts/{account}"
+
+    response = client.simulate_patch(url, json={"name": "Лавка 2", "active": False}, headers=ADMIN)
+
+    assert response.status_code == 200, response.text
+    assert (response.json["name"], response.json["active"], response.json["tokenInvalid"]) == (
+        "Лавка 2",
+        False,
+        None,
+    )
+    assert "wbToken" not in response.json
+    for headers in (key, ADMIN):  # the account's own key (read with the key) and anyone else (read here)
+        assert_problem(
+            client.simulate_post(f"{url}/inventory/sync", headers=headers), 409, "ACCOUNT_INACTIVE"
+        )
+    assert client.simulate_patch(url, json={"active": True}, headers=ADMIN).json["active"] is True
+    assert client.simulate_post(f"{url}/inventory/sync", headers=key).status_code == 202
+    # … and only an admin changes an account
+    assert_problem(client.simulate_patch(url, json={"name": "mine"}, headers=key), 403, "FORBIDDEN")
+    assert_problem(
+        client.simulate_patch(f"/v1/accounts/{uuid.uuid4()}", json={"name": "x"}, headers=ADMIN),
+        404,
+        "NOT_FOUND",
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, None),
+        ({"name": "   "}, "name"),
+        ({"name": "a\u200bb"}, "name"),
+        ({"name": None}, "name"),
+        ({"wbToken": ""}, "wbToken"),
+        ({"active": "no"}, "active"),
+        ({"active": False, "token_invalid": None}, "token_invalid"),
+    ],
+)
+def test_patch_account_validation_names_the_field(client, body, field):
+    response = client.simulate_patch(f"/v1/accounts/{create_account(client)}", json=body, headers=ADMIN)
+    assert_problem(response, 422, "VALIDATION_ERROR", field)
 
 
 @pytest.mark.parametrize(

@@ -205,7 +205,21 @@ def test_the_admin_jobs_api_filters_and_pages_newest_first(client, gh, sql):
     ).json
     assert [j["jobId"] for j in first["items"] + rest["items"]] == ids() and rest["nextCursor"] is None
     waiting = client.simulate_get("/v1/admin/jobs", params={"phase": "waiting-account"}, headers=ADMIN).json
-    assert waiting["items"][0] == client.simulate_get(f"/v1/jobs/{waiter}", headers=ADMIN).json
+    # The job's own status poll is the listed job, and where it stands at the gate (read at poll time only)
+    polled = client.simulate_get(f"/v1/jobs/{waiter}", headers=ADMIN).json
+    progress = polled["progress"]
+    assert progress.pop("waitingFor") == {
+        "jobId": str(holder),
+        "type": "import-user-feeds",
+        "tier": "user",
+        "phase": "running",
+    }
+    assert progress.pop("position") == 1
+    assert progress.pop("message").startswith(
+        "Ждём завершения импорта заказов и продаж по этому кабинету — вы следующий, проверим через ~"
+    )
+    del waiting["items"][0]["progress"]["message"]
+    assert waiting["items"][0] == polled
 
 
 @pytest.mark.parametrize(

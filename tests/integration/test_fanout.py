@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import uuid
+from unittest.mock import ANY
 
 import pytest
 
+from gatehouse import metrics
+from gatehouse.accounts import AccountChange
 from gatehouse.composition import bootstrap
 from gatehouse.fanout import TICK_FIELD, FanOutHandlers, offset_ms
 from gatehouse.gate.vocabulary import DUE_AT_FIELD
@@ -217,3 +220,50 @@ def test_a_fan_out_with_redis_down_writes_its_jobs_and_reconciliation_sends_them
     assert gh.dispatcher.queued_job_ids(["wb-scheduled"]) == set()
     gh.job_handlers.reconcile(grace_ms=0)
     assert gh.dispatcher.queued_job_ids(["wb-scheduled"]) == {str(c.id) for c in children}
+
+
+def test_a_fan_out_skips_switched_off_accounts_and_rejected_tokens_until_a_new_token(gh, sql):
+    # Given three accounts: one WB rejected the token of (on a job), one switched off, one fine
+    rejected, off, fine = (gh.account_handlers.create_account(f"shop-{i}", f"s-{i}").id for i in range(3))
+    job_id = uuid.uuid4()
+    with gh.uow.begin() as tx:
+        # a token replaced since the job read it marks nothing; the account's own token does, once
+        assert gh.accounts.token_rejected(tx, rejected, "s-old", job_id=job_id, status=401) is None
+        event = gh.accounts.token_rejected(tx, rejected, "s-0", job_id=job_id, status=401)
+        assert gh.accounts.token_rejected(tx, rejected, "s-0", job_id=uuid.uuid4(), status=401) is None
+    assert event.type == "wb.account.token_invalid"
+    assert event.data == {"accountId": str(rejected), "since": ANY, "jobId": str(job_id), "status": 401}
+    gh.account_handlers.update_account(off, AccountChange(active=False), actor="admin")
+    handlers = fan_outs(gh, chunk_size=2, **{"rnp-ads": {"spread_ms": 0}})
+    skipped = metrics.FANOUT_SKIPPED.labels(reason="token-invalid")
+    before = skipped._value.get()
+
+    def tick() -> set[uuid.UUID]:
+        handlers.tick(handlers.schedules["rnp-ads"])
+        [row] = gh.jobs.list_jobs(type="fan-out:rnp-ads", state="waiting")
+        claim = gh.jobs.claim(row.id, row.message_number, 60_000, worker="w", start=True)
+        handlers.run(
+            "rnp-ads",
+            tick_ms=row.payload[TICK_FIELD],
+            resume={},
+            save=lambda checkpoint, tx: gh.jobs.save_checkpoint(claim, checkpoint, tx=tx),
+        )
+        with gh.uow.autocommit() as tx:
+            gh.jobs.finish(tx, claim, state="completed", progress={"phase": "completed"})
+        return {r.account_id for r in sql("SELECT account_id FROM jobs WHERE type = 'rnp:ads-sync-account'")}
+
+    # When a tick fans out: only the fine account gets a job; the rejected one is counted as skipped
+    assert tick() == {fine}
+    assert skipped._value.get() == before + 1
+
+    # When the rejected account gets a new token (audited, never its value), the next tick includes it
+    account = gh.account_handlers.update_account(rejected, AccountChange(wb_token="s-new"), actor="admin")
+    assert account.token_invalid is None and gh.accounts.wb_token(rejected) == "s-new"
+    [audit] = sql(
+        "SELECT actor, before, after FROM audit_log WHERE action = 'account.update' AND entity_id = :a",
+        a=str(rejected),
+    )
+    assert audit.before == {"tokenInvalid": {"since": ANY, "jobId": str(job_id), "status": 401}}
+    assert audit.after == {"wbToken": "replaced", "tokenInvalid": None}
+    assert tick() == {fine, rejected}
+    assert skipped._value.get() == before + 1

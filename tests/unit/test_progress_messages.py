@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -12,7 +13,15 @@ NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
 def rendered(
-    phase, *, in_ms=None, reason=None, attempt=1, max_attempts=5, job_type="import-user-feeds", result=None
+    phase,
+    *,
+    in_ms=None,
+    reason=None,
+    attempt=1,
+    max_attempts=5,
+    job_type="import-user-feeds",
+    result=None,
+    waiting=None,
 ):
     resume = int((NOW + timedelta(milliseconds=in_ms)).timestamp() * 1000) if in_ms is not None else None
     return P.render(
@@ -22,6 +31,7 @@ def rendered(
         max_attempts=max_attempts,
         result=result,
         now=NOW,
+        waiting=waiting,
     )
 
 
@@ -50,13 +60,46 @@ def test_the_429_retry_message_is_exactly_the_adr_text():
         (P.COMPLETED, {}, "Готово"),
         (P.COMPLETED, {"result": {"skipped": True, "reason": "account-busy"}},
          "Пропущено: по кабинету выполнялась другая задача — возьмём в следующий раз"),
-        (P.FAILED, {"reason": "wb-unauthorized"}, "Не получилось: Wildberries отклонил токен кабинета (401)"),
+        (P.FAILED, {"reason": "wb-unauthorized"}, "Wildberries отклонил токен — обновите токен в настройках кабинета"),
         (P.FAILED, {"reason": P.WB_429, "attempt": 5},
          "Не получилось после 5 попыток: Wildberries ответил «слишком много запросов» (429)"),
     ],
 )  # fmt: skip
 def test_each_phase_has_its_message(phase, kwargs, expected):
     assert rendered(phase, **kwargs)["message"] == expected
+
+
+HOLDER = uuid.UUID(int=7)
+
+
+@pytest.mark.parametrize(
+    ("waiting", "expected"),
+    [
+        (P.Waiting(HOLDER, "import-user-report", "user", P.RUNNING, position=1),
+         "Ждём завершения импорта отчёта по этому кабинету — вы следующий, проверим через ~15 с"),
+        (P.Waiting(HOLDER, "rnp:ads-sync-account", "scheduled", P.RATE_LIMITED, position=3),
+         "Ждём завершения плановой синхронизации рекламы по этому кабинету — перед вами 2, проверим через ~15 с"),
+        (P.Waiting(position=2),
+         "Ждём завершения другой задачи по этому кабинету — перед вами 1, проверим через ~15 с"),
+    ],
+)  # fmt: skip
+def test_a_job_waiting_for_its_account_names_the_holder_and_its_place(waiting, expected):
+    progress = rendered(P.WAITING_ACCOUNT, in_ms=15_000, waiting=waiting)
+
+    assert progress["message"] == expected
+    assert progress["position"] == waiting.position
+    holder = {
+        "jobId": str(HOLDER),
+        "type": waiting.holder_type,
+        "tier": waiting.holder_tier,
+        "phase": waiting.holder_phase,
+    }
+    assert progress["waitingFor"] == (holder if waiting.holder_id else None)
+
+
+def test_only_a_waiting_job_gets_a_holder_and_a_place():
+    assert "waitingFor" not in rendered(P.RUNNING, waiting=P.Waiting(HOLDER, "x", "user", P.RUNNING, 1))
+    assert "waitingFor" not in rendered(P.WAITING_ACCOUNT, in_ms=1_000)
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,7 @@ def create_app(c: Components) -> falcon.App:
     """
     s = c.settings
     body = {"max_body_bytes": s.max_body_bytes}
-    jobs_read = jobs.JobViews(c.jobs)
+    jobs_read = jobs.JobViews(c.jobs, c.gate)
     gate_views = gates.GateViews(c.accounts, c.gate, c.pauses, c.hot, c.redis)
     bulk_views = bulk.BulkViews(c.bulk)
     webhook_views = webhooks.WebhookViews(c.webhooks)
@@ -103,14 +103,14 @@ def create_app(c: Components) -> falcon.App:
         "/metrics": Metrics(s.prometheus_multiproc_dir),
         "/openapi.json": OpenApi(),
         "/v1/accounts": accounts.Accounts(c.account_handlers, **body),
-        "/v1/accounts/{account_id:uuid}": accounts.Account(c.accounts),
+        "/v1/accounts/{account_id:uuid}": accounts.Account(c.account_handlers, c.accounts, **body),
         "/v1/accounts/{account_id:uuid}/keys": accounts.AccountKeys(c.account_handlers, c.accounts, **body),
         "/v1/accounts/{account_id:uuid}/keys/{key_id}": accounts.AccountKey(c.account_handlers),
         "/v1/accounts/{account_id:uuid}/digitization/imports": jobs.DigitizationImports(**create),
         "/v1/accounts/{account_id:uuid}/autobidder/sync": jobs.AutobidderSync(**create),
         "/v1/accounts/{account_id:uuid}/inventory/sync": jobs.InventorySync(**create),
         "/v1/accounts/{account_id:uuid}/jobs": jobs.AccountJobs(jobs_read, c.accounts),
-        "/v1/jobs/{job_id:uuid}": jobs.JobStatus(c.jobs),
+        "/v1/jobs/{job_id:uuid}": jobs.JobStatus(jobs_read),
         "/v1/jobs/{job_id:uuid}/retry": jobs.JobRetry(c.job_handlers),
         "/v1/jobs/{job_id:uuid}/cancel": jobs.JobCancel(c.job_handlers),
         "/v1/admin/accounts": gates.AccountGates(gate_views),

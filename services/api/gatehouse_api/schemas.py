@@ -63,9 +63,27 @@ class Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+AccountName = Annotated[str, StringConstraints(max_length=200, pattern=NAME)]
+WbToken = Annotated[str, StringConstraints(max_length=4096, pattern=NON_BLANK)]
+
+
 class CreateAccount(Body):
-    name: Annotated[str, StringConstraints(max_length=200, pattern=NAME)]
-    wbToken: Annotated[str, StringConstraints(max_length=4096, pattern=NON_BLANK)]
+    name: AccountName
+    wbToken: WbToken
+
+
+class PatchAccount(Body):
+    """At least one field; an absent one stays as it is."""
+
+    name: AccountName = None
+    wbToken: WbToken = Field(
+        default=None, description="a new WB token: stored encrypted, never returned; clears tokenInvalid"
+    )
+    active: bool = Field(
+        default=None,
+        description="false: its scheduled fan-outs skip it and its job creates answer 409 ACCOUNT_INACTIVE "
+        "(live jobs finish); true: back on",
+    )
 
 
 class ImportRequest(Body):
@@ -87,9 +105,20 @@ class AccountCreated(Reply):
     name: str
 
 
+class TokenInvalidView(Reply):
+    since: datetime = Field(description="when WB first rejected the token")
+    jobId: uuid.UUID = Field(description="the job WB rejected it on")
+    status: int = Field(description="WB's answer: 401")
+
+
 class AccountView(Reply):
     accountId: uuid.UUID
     name: str
+    active: bool = Field(description="false: switched off (PATCH): no scheduled jobs, no new jobs")
+    tokenInvalid: TokenInvalidView | None = Field(
+        description="WB rejected the account's token: its scheduled fan-outs skip it until PATCH sets a "
+        "new one; null: not rejected"
+    )
     createdAt: datetime
 
 
@@ -125,12 +154,28 @@ class JobAccepted(Reply):
     )
 
 
+class WaitingForView(Reply):
+    jobId: uuid.UUID
+    type: str
+    tier: Literal["user", "scheduled"]
+    phase: Literal[PHASES] | None  # type: ignore[valid-type]
+
+
 class Progress(Reply):
     phase: Literal[PHASES]  # type: ignore[valid-type]
     message: str = Field(description="ready-to-show Russian text")
     resumeAt: datetime | None = Field(description="when a delayed job becomes eligible again")
     attempt: int = Field(description="the attempt that runs or will run next")
     maxAttempts: int
+    # Only on a job's own status poll (GET /v1/jobs/{jobId}) while it waits for its account's gate.
+    waitingFor: WaitingForView | None = Field(
+        default=None,
+        description="phase waiting-account only: the job that holds its account's gate; null if none now",
+    )
+    position: int | None = Field(
+        default=None,
+        description="phase waiting-account only: its place in its account's line (1 = next); null if not in it",
+    )
 
 
 class JobView(Reply):

@@ -44,6 +44,7 @@ from sqlalchemy.exc import TimeoutError as SaPoolTimeout
 from gatehouse import metrics
 from gatehouse import progress as P
 from gatehouse import run_decision as rd
+from gatehouse.accounts import Accounts
 from gatehouse.errors import JobPaused, PermanentJobError, RetryLater, RunTimeLimitExceeded, error_info
 from gatehouse.fanout import SKIP_STREAK_FIELD, SkipStreaks
 from gatehouse.gate import RedisGate, job_of, owner
@@ -51,6 +52,7 @@ from gatehouse.job_types import JobType, Policies, RunTimeLimits, outcome_event
 from gatehouse.jobs import Claim, JobMessage, JobStore, Outcome, datetime_to_ms
 from gatehouse.modules import ModuleStates, module_of_queue
 from gatehouse.uow import UnitOfWork
+from gatehouse.wb.errors import WbUnauthorized
 from gatehouse.wb.pauses import AccountPauses
 from gatehouse_worker.batches import RowBatches
 from gatehouse_worker.leases import LeaseKeeper
@@ -98,8 +100,10 @@ class JobRuntime(Middleware):
         limits: RunTimeLimits,
         streaks: SkipStreaks,
         rows: RowBatches,
+        accounts: Accounts,
     ) -> None:
         self.uow, self.jobs, self.gate, self.pauses = uow, jobs, gate, pauses
+        self.accounts = accounts  # marks an account whose token WB rejected
         self.modules, self.policies = modules, policies
         self.leases, self.wb_access = leases, wb_access
         self.timings, self.g = timings, gate_timings
@@ -300,7 +304,7 @@ class JobRuntime(Middleware):
             progress = P.stored(t.phase, reason=t.reason)
             if job.tier == "scheduled" and job_type.gate is not None:
                 self._count_skips(ctx, skipped=t.kind == "skip")
-            self._write(lambda: self._finish(job_type, claim, state, progress, t), job.id)
+            self._write(lambda: self._finish(job_type, claim, state, progress, t, ctx.wb_token), job.id)
             metrics.JOBS_FINISHED.labels(type=job.type, outcome=FINISHED[t.kind]).inc()
             if t.kind == "skip":
                 log.info("scheduled job %s skipped: account %s stayed busy", job.id, job.account_id)
@@ -350,16 +354,38 @@ class JobRuntime(Middleware):
         except RedisError as exc:
             log.warning("job %s: its account's skip streak is not counted (%s)", job.id, exc)
 
-    def _finish(self, job_type: JobType, claim: Claim, state: str, progress: dict, t: rd.Transition) -> None:
-        """The outcome; a type that emits raises its event in the same transaction (a retried write starts afresh)."""
-        if not job_type.emits:  # one statement: batched with the other threads' outcomes
+    def _finish(
+        self,
+        job_type: JobType,
+        claim: Claim,
+        state: str,
+        progress: dict,
+        t: rd.Transition,
+        wb_token: str | None,
+    ) -> None:
+        """The outcome; a type that emits raises its event in the same transaction (a retried write starts
+        afresh), as does a job WB rejected the account's token (``wb_token``) on: the account is marked."""
+        rejected = (
+            t.reason == WbUnauthorized.code and claim.job.account_id is not None and wb_token is not None
+        )
+        if not job_type.emits and not rejected:  # one statement: batched with the other threads' outcomes
             self.rows.finish(Outcome(claim, state, progress, t.result, t.error))
             return
         with self.uow.begin() as tx:
-            if self.jobs.finish(tx, claim, state=state, progress=progress, result=t.result, error=t.error):
+            if not self.jobs.finish(
+                tx, claim, state=state, progress=progress, result=t.result, error=t.error
+            ):
+                return
+            if job_type.emits:
                 tx.publish(
                     outcome_event(job_type, claim.job, FINISHED[t.kind], result=t.result, error=t.error)
                 )
+            if rejected and (
+                event := self.accounts.token_rejected(
+                    tx, claim.job.account_id, wb_token, job_id=claim.job.id, status=401
+                )
+            ):
+                tx.publish(event)
 
     def _write(self, write: Callable[[], Any], job_id: uuid.UUID) -> Any:
         """A row write that rides out a short PostgreSQL outage, up to the row's lease.

@@ -59,6 +59,8 @@ class JobContext:
     body_thread: int | None = None
     interrupted: bool = False
     limit_lock: threading.Lock = field(default_factory=threading.Lock)
+    # The WB token its client was built with: WB's 401 marks the account only while it is still its token.
+    wb_token: str | None = None
 
     @property
     def job(self):
@@ -71,9 +73,10 @@ class JobContext:
     def wb(self) -> WbClient:
         """The WB client of this job's account; every call first checks the job still holds its lease."""
         access = self.wb_access
+        self.wb_token = access.accounts.wb_token(self.job.account_id)
         return WbClient(
             access.host,
-            access.accounts.wb_token(self.job.account_id),
+            self.wb_token,
             timeout_ms=access.timeout_ms,
             deadline_ms=access.call_deadline_ms,
             job_id=str(self.job.id),

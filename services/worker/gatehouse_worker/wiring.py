@@ -77,6 +77,7 @@ def job_runtime(c: Components) -> JobRuntime:
     return JobRuntime(
         uow=c.uow,
         jobs=c.jobs,
+        accounts=c.accounts,
         gate=c.gate,
         pauses=c.pauses,
         modules=c.modules,

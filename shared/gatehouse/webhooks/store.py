@@ -60,6 +60,7 @@ EVENT_TYPES = (
     "price_lists.price_list.activated",
     "price_lists.price_list.expired",
     "rfq.rfq.expired",
+    "wb.account.token_invalid",
     "wb.job.completed",
     "wb.job.failed",
     "webhook.test",

@@ -6,9 +6,12 @@ import uuid
 
 import falcon
 
+from gatehouse.accounts import AccountChange
 from gatehouse.accounts import Accounts as AccountStore
+from gatehouse.errors import ValidationFailed
 from gatehouse.handlers import AccountHandlers
 from gatehouse.keys import KeyRecord
+from gatehouse.models import Account as AccountModel
 from gatehouse_api.auth import principal, require_account, require_admin
 from gatehouse_api.body import read_json
 from gatehouse_api.openapi import contract
@@ -20,6 +23,7 @@ from gatehouse_api.schemas import (
     KeyCreated,
     KeyList,
     KeyView,
+    PatchAccount,
 )
 
 
@@ -30,6 +34,17 @@ def key_list(keys: list[KeyRecord]) -> dict:
             KeyView(keyId=k.id, createdAt=k.created_at, lastUsedAt=k.last_used_at, expiresAt=k.expires_at)
             for k in keys
         ]
+    ).model_dump(mode="json")
+
+
+def account_view(account: AccountModel) -> dict:
+    """An account as the API shows it: never its token."""
+    return AccountView(
+        accountId=account.id,
+        name=account.name,
+        active=account.active,
+        tokenInvalid=account.token_invalid,
+        createdAt=account.created_at,
     ).model_dump(mode="json")
 
 
@@ -53,16 +68,29 @@ class Accounts:
 
 
 class Account:
-    def __init__(self, accounts: AccountStore) -> None:
-        self.accounts = accounts
+    def __init__(self, handlers: AccountHandlers, accounts: AccountStore, *, max_body_bytes: int) -> None:
+        self.handlers, self.accounts, self.max_body_bytes = handlers, accounts, max_body_bytes
 
     @contract("Read an account", (200, AccountView, "the account"), (401, 404))
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_account(req, account_id)
-        account = self.accounts.get(account_id)
-        resp.media = AccountView(
-            accountId=account.id, name=account.name, createdAt=account.created_at
-        ).model_dump(mode="json")
+        resp.media = account_view(self.accounts.get(account_id))
+
+    @contract(
+        "Change an account (admin): rename it, rotate its WB token, switch it off or on; audited",
+        (200, AccountView, "the account as changed"),
+        (400, 401, 403, 404, 413, 415, 422),
+        notes={422: "a field breaks a rule, an unknown field, or no field at all"},
+        body=(PatchAccount, True),
+    )
+    def on_patch(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
+        require_admin(req)
+        body = read_json(req, PatchAccount, max_bytes=self.max_body_bytes)
+        if not body.model_fields_set:
+            raise ValidationFailed("give at least one of name, wbToken, active")
+        change = AccountChange(name=body.name, wb_token=body.wbToken, active=body.active)
+        account = self.handlers.update_account(account_id, change, actor=principal(req).actor)
+        resp.media = account_view(account)
 
 
 class AccountKeys:

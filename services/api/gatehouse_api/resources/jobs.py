@@ -6,10 +6,12 @@ import uuid
 from collections.abc import Callable
 
 import falcon
+from redis import RedisError
 
 from gatehouse import digitization, progress
-from gatehouse.accounts import Accounts
+from gatehouse.accounts import Accounts, require_active
 from gatehouse.errors import NotFound
+from gatehouse.gate import RedisGate, job_of, owner
 from gatehouse.handlers import JobHandlers
 from gatehouse.job_types import AUTOBIDDER_SYNC_USER, IMPORT_KINDS, INVENTORY_SYNC_USER, REGISTRY, JobType
 from gatehouse.jobs import JobRecord, JobStore
@@ -22,7 +24,8 @@ from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limi
 from gatehouse_api.schemas import ImportRequest, JobAccepted, JobPage, JobView, SyncRequest
 
 
-def job_view(job: JobRecord) -> dict:
+def job_view(job: JobRecord, waiting: progress.Waiting | None = None) -> dict:
+    """A job as the API shows it; ``waiting``: where it stands at its account's gate (its status poll)."""
     return JobView(
         jobId=job.id,
         type=job.type,
@@ -35,23 +38,47 @@ def job_view(job: JobRecord) -> dict:
             attempt=job.attempt,
             max_attempts=job.max_attempts,
             result=job.result,
+            waiting=waiting,
         ),
         result=job.result,
         error=job.error,
         createdAt=job.created_at,
         startedAt=job.started_at,
         finishedAt=job.finished_at,
-    ).model_dump(mode="json")
+    ).model_dump(mode="json", exclude_unset=True)
 
 
 class JobViews:
     """The jobs as the API and the console show them (the read side of gatehouse.jobs)."""
 
-    def __init__(self, jobs: JobStore) -> None:
-        self.jobs = jobs
+    def __init__(self, jobs: JobStore, gate: RedisGate) -> None:
+        self.jobs, self.gate = jobs, gate
 
     def get(self, job_id: uuid.UUID) -> JobRecord:
         return self.jobs.require(job_id)
+
+    def waiting(self, job: JobRecord) -> progress.Waiting | None:
+        """Where a job waiting for its account's gate stands (None for any other job): one Redis read
+        of the gate, one row read of its holder (of the same account, so the caller may see it)."""
+        if job.account_id is None or (job.progress or {}).get("phase") != progress.WAITING_ACCOUNT:
+            return None
+        me = owner(job.queue, job.id)
+        try:
+            gate = self.gate.inspect(str(job.account_id))
+        except RedisError:
+            return progress.Waiting()
+        line = [w.owner for w in gate.waiting]
+        position = line.index(me) + 1 if me in line else None
+        holder = self.jobs.get(job_of(gate.holder)) if gate.holder and gate.holder != me else None
+        if holder is None:
+            return progress.Waiting(position=position)
+        return progress.Waiting(
+            holder_id=holder.id,
+            holder_type=holder.type,
+            holder_tier=holder.tier,
+            holder_phase=(holder.progress or {}).get("phase"),
+            position=position,
+        )
 
     def recent(self, account_id: uuid.UUID, *, limit: int) -> list[JobRecord]:
         return self.jobs.list_jobs(account_id=account_id, limit=limit)
@@ -76,7 +103,10 @@ class JobViews:
         page, more = jobs[:limit], len(jobs) > limit
         return JobPage(
             items=[job_view(j) for j in page], nextCursor=encode_cursor(page[-1]) if more else None
-        ).model_dump(mode="json")
+        ).model_dump(mode="json", exclude_unset=True)
+
+
+INACTIVE_NOTE = "ACCOUNT_INACTIVE: the account is switched off (PATCH /v1/accounts/{accountId})"
 
 
 class _Create:
@@ -93,10 +123,13 @@ class _Create:
         account_id: uuid.UUID,
         payload: dict,
     ) -> None:
-        if principal(req).account_id != account_id:
-            # An account's own key proves the account exists (its keys go with it); anyone else's
-            # request reads it: one round trip less on the hot path of an account's creates.
-            self.accounts.get(account_id)
+        caller = principal(req)
+        # An account's own key proves the account exists (its keys go with it) and says whether it
+        # is on; anyone else's request reads it: one round trip less on the hot path of its creates.
+        active = (
+            caller.account_active if caller.account_id == account_id else self.accounts.get(account_id).active
+        )
+        require_active(account_id, active)
         job, created = self.handlers.submit(job_type, account_id=account_id, payload=payload)
         resp.status = 202
         resp.location = f"/v1/jobs/{job.id}"
@@ -107,9 +140,10 @@ class DigitizationImports(_Create):
     @contract(
         "Start a digitization import (feeds or report) for a period",
         (202, JobAccepted, "accepted, or the live job of this type (alreadyRunning)"),
-        (400, 401, 404, 413, 415, 422),
+        (400, 401, 404, 409, 413, 415, 422),
         notes={
-            422: "a field breaks a rule (`errors` lists each): e.g. dateFrom after today (UTC) or after dateTo"
+            409: INACTIVE_NOTE,
+            422: "a field breaks a rule (`errors` lists each): e.g. dateFrom after today (UTC) or after dateTo",
         },
         body=(ImportRequest, True),
     )
@@ -134,14 +168,19 @@ class _Sync(_Create):
 
 SYNC_REPLIES = (
     (202, JobAccepted, "accepted, or the live sync (alreadyRunning)"),
-    (400, 401, 404, 413, 415, 422),
+    (400, 401, 404, 409, 413, 415, 422),
 )
 
 
 class AutobidderSync(_Sync):
     job_type = AUTOBIDDER_SYNC_USER
 
-    @contract("Start an autobidder sync (campaigns, stats, bids)", *SYNC_REPLIES, body=(SyncRequest, False))
+    @contract(
+        "Start an autobidder sync (campaigns, stats, bids)",
+        *SYNC_REPLIES,
+        notes={409: INACTIVE_NOTE},
+        body=(SyncRequest, False),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         self.sync(req, resp, account_id)
 
@@ -149,21 +188,31 @@ class AutobidderSync(_Sync):
 class InventorySync(_Sync):
     job_type = INVENTORY_SYNC_USER
 
-    @contract("Start an inventory sync (stocks on WB warehouses)", *SYNC_REPLIES, body=(SyncRequest, False))
+    @contract(
+        "Start an inventory sync (stocks on WB warehouses)",
+        *SYNC_REPLIES,
+        notes={409: INACTIVE_NOTE},
+        body=(SyncRequest, False),
+    )
     def on_post(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         self.sync(req, resp, account_id)
 
 
 class JobStatus:
-    def __init__(self, jobs: JobStore) -> None:
-        self.jobs = jobs
+    def __init__(self, views: JobViews) -> None:
+        self.views = views
 
-    @contract("Poll a job: state and what it is doing or waiting for", (200, JobView, "the job"), (401, 404))
+    @contract(
+        "Poll a job: state and what it is doing or waiting for (waiting for its account's gate: which "
+        "job holds it, and its place in line)",
+        (200, JobView, "the job"),
+        (401, 404),
+    )
     def on_get(self, req: falcon.Request, resp: falcon.Response, job_id: uuid.UUID) -> None:
-        job = self.jobs.get(job_id)
-        if job is None or not principal(req).may_see(job.account_id):
+        job = self.views.get(job_id)
+        if not principal(req).may_see(job.account_id):
             raise NotFound(f"job {job_id} not found")
-        resp.media = job_view(job)
+        resp.media = job_view(job, self.views.waiting(job))
 
 
 class JobRetry:
