@@ -95,8 +95,10 @@ def _no_lone_clients(inner: Any) -> Any:
 
 def shutdown() -> None:
     """Export what is still batched, then stop (a process's last step: a forked child skips atexit)."""
+    global _tracer, _provider
     if _provider is not None:
         _provider.shutdown()
+        _provider = _tracer = None
 
 
 def span(name: str, attributes: Mapping[str, Any] | None = None) -> contextlib.AbstractContextManager[Any]:

@@ -1,7 +1,8 @@
-"""Traces end to end: the real API and worker export to a real OTLP/HTTP receiver on loopback.
+"""Traces end to end: the real API, worker and scheduler export to a real OTLP/HTTP receiver on loopback.
 
 One request's trace runs from the API's server span through the job message to the
-worker's job span and its WB calls; a fan-out's jobs each start a trace linked to it.
+worker's job span and its WB calls; a scheduler's tick starts a trace that its run and
+fan-out continue, and the fan-out's jobs each start a trace linked to it.
 """
 
 from __future__ import annotations
@@ -131,10 +132,10 @@ def stack(processes, collector):
             **scaled_limits(1000),
             "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url,
             "OTEL_BSP_SCHEDULE_DELAY": "100",
-            # rnp-ads only, never due by itself (the test fires it), its jobs due at once.
+            # rnp-ads only, due every minute (a scheduler ticks it as it starts), its jobs due at once.
             "SCHEDULES": json.dumps(
                 {
-                    "rnp-ads": {"cron": "0 0 1 1 *", "spread_ms": 0},
+                    "rnp-ads": {"cron": "* * * * *", "spread_ms": 0},
                     **{s.name: {"enabled": False} for s in DEFAULTS if s.name != "rnp-ads"},
                 }
             ),
@@ -142,7 +143,7 @@ def stack(processes, collector):
         worker = processes.start("worker", "gatehouse-worker", "--processes", "1", "--threads", "4", env=env)
         wait_until(lambda: "Worker process is ready" in worker.log(), timeout=60, what="the worker")
         _, url = processes.api(env={**env, "BACKEND_ROLE": "api"})
-        yield url
+        yield url, env
 
 
 def finished(url: str, job_id: str) -> dict:
@@ -153,23 +154,27 @@ def finished(url: str, job_id: str) -> dict:
     return wait_until(done, timeout=60, what=f"job {job_id} to finish")
 
 
-def test_one_request_is_one_trace_from_the_api_to_the_wb_call_and_a_fan_out_links_its_jobs(stack, collector):
+def test_one_request_is_one_trace_from_the_api_to_the_wb_call_and_a_tick_one_its_fan_out_links_to(
+    stack, collector, processes
+):
+    url, env = stack
     account = httpx.post(
-        f"{stack}/v1/accounts", json={"name": "Shop", "wbToken": SELLER}, headers=ADMIN
+        f"{url}/v1/accounts", json={"name": "Shop", "wbToken": SELLER}, headers=ADMIN
     ).json()["accountId"]
 
     # When one WB job is posted and runs
     path = f"/v1/accounts/{account}/autobidder/sync"
-    job_id = httpx.post(f"{stack}{path}", headers=ADMIN).json()["jobId"]
-    assert finished(stack, job_id)["state"] == "completed"
+    job_id = httpx.post(f"{url}{path}", headers=ADMIN).json()["jobId"]
+    assert finished(url, job_id)["state"] == "completed"
 
     # Then the worker's job span, with its outcome, is the child of the API's server span of that request
-    job = wait_until(
-        lambda: collector.find(service="gatehouse-worker", attr={"gatehouse.job.id": job_id}),
-        what="the job's span",
-    )[0]
+    # (a run that parked, on a WB bucket, is the parent of the next: the first run is the request's child)
+    def runs():
+        found = collector.find(service="gatehouse-worker", attr={"gatehouse.job.id": job_id})
+        return found if any(s.attributes["gatehouse.job.outcome"] == "complete" for s in found) else None
+
+    job = min(wait_until(runs, what="the job's spans"), key=lambda s: s.attributes["gatehouse.job.number"])
     assert job.name == f"job {jt.AUTOBIDDER_SYNC_USER.name}" and job.kind == SpanProto.SPAN_KIND_CONSUMER
-    assert job.attributes["gatehouse.job.outcome"] == "complete"
     assert "gate.acquired" in job.events
     (request,) = collector.find(service="gatehouse-api", id=job.parent)
     assert request.kind == SpanProto.SPAN_KIND_SERVER and request.trace == job.trace
@@ -190,20 +195,30 @@ def test_one_request_is_one_trace_from_the_api_to_the_wb_call_and_a_fan_out_link
             ancestor = spans[ancestor.parent]
         assert ancestor.id == job.id, call
 
-    # When the rnp-ads schedule is fired: its tick runs a fan-out, which writes the account's job
-    assert httpx.post(f"{stack}/v1/admin/schedules/rnp-ads/run", headers=ADMIN).status_code == 202
+    # When the scheduler starts: rnp-ads is due, so it ticks; the tick's run creates the fan-out,
+    # which writes the account's rnp-ads job
+    processes.start("scheduler", "gatehouse-scheduler", env=env)
     fan_out = wait_until(
-        lambda: collector.find(service="gatehouse-worker", name="job fan-out:rnp-ads"), what="the fan-out"
+        lambda: collector.find(service="gatehouse-worker", name="job fan-out:rnp-ads"),
+        timeout=30,
+        what="the fan-out",
     )[0]
+    # (its first run: a root span, as each account's job starts a trace of its own)
     ads = wait_until(
-        lambda: collector.find(service="gatehouse-worker", name=f"job {jt.RNP_ADS.name}"),
+        lambda: collector.find(service="gatehouse-worker", name=f"job {jt.RNP_ADS.name}", parent=""),
         what="the account's rnp-ads job",
     )[0]
 
-    # Then the fan-out continues the tick's trace, and the account's job is a trace of its own linked to it
-    (tick,) = collector.find(id=fan_out.parent)
-    assert tick.name == "tick rnp-ads" and tick.trace == fan_out.trace
-    assert ads.parent == "" and ads.trace != fan_out.trace
+    # Then the scheduler's tick started a trace that its run on the worker and the fan-out continue …
+    (run,) = collector.find(id=fan_out.parent)
+    assert run.service == "gatehouse-worker" and run.name == "tick schedule:rnp-ads"
+    (tick,) = wait_until(lambda: collector.find(id=run.parent), what="the scheduler's tick")
+    assert (
+        tick.service == "gatehouse-scheduler" and tick.name == "tick schedule:rnp-ads" and tick.parent == ""
+    )
+    assert run.trace == fan_out.trace == tick.trace
+    # … and the account's job is a trace of its own, linked to the fan-out's run
+    assert ads.trace != fan_out.trace
     ((linked_trace, linked_id),) = ads.links
     (linked,) = collector.find(trace=linked_trace, id=linked_id)
     assert linked.name == "job body" and linked.parent == fan_out.id  # the fan-out's run that wrote it

@@ -46,7 +46,7 @@ def declare_schedules(
 
         def schedule_tick(schedule: Schedule = schedule) -> None:
             attributes = {"gatehouse.schedule": schedule.name}
-            with traces.consume(f"tick {schedule.name}", CurrentMessage.get_current_message(), attributes):
+            with traces.consume(f"tick {schedule.actor}", CurrentMessage.get_current_message(), attributes):
                 tick(schedule)
 
         schedule_tick.__name__ = schedule_tick.__qualname__ = f"tick_{schedule.name.replace('-', '_')}"
