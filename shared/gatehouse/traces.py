@@ -7,8 +7,9 @@ OTLP/HTTP and instruments psycopg, redis and httpx. The SDK reads every other
 ``OTEL_*`` variable itself (headers, timeouts, sampler, batch delays, resource
 attributes, ``OTEL_SERVICE_NAME``, ``OTEL_SDK_DISABLED``).
 
-Off, nothing here imports OpenTelemetry (about 0.1 s of a process's start-up)
-and every helper is a no-op.
+Off, nothing here imports OpenTelemetry's SDK, exporter or instrumentations
+(importing them took a process 0.5 s or more of its start-up here), and every
+helper is a no-op.
 
 Where the context travels between processes: in a job message's options
 (``TRACE_OPTION``, a W3C ``traceparent``/``tracestate`` carrier), put there by the
@@ -36,8 +37,9 @@ _OFF = contextlib.nullcontext()
 _linking = contextvars.ContextVar("gatehouse_trace_linking", default=False)
 
 
-def configured(env: Mapping[str, str] = os.environ) -> bool:
-    """Whether this environment asks for traces (an OTLP endpoint, and the SDK not disabled)."""
+def configured() -> bool:
+    """Whether the environment asks for traces (an OTLP endpoint, and the SDK not disabled)."""
+    env = os.environ
     endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
     return bool(endpoint) and env.get("OTEL_SDK_DISABLED", "").strip().lower() != "true"
 
@@ -82,7 +84,7 @@ def _no_lone_clients(inner: Any) -> Any:
     from opentelemetry.trace import SpanKind, get_current_span
 
     class NoLoneClients(Sampler):
-        def should_sample(self, parent_context, trace_id, name, kind=None, *args, **kwargs):  # type: ignore[no-untyped-def]
+        def should_sample(self, parent_context, trace_id, name, kind=None, *args, **kwargs):
             if kind == SpanKind.CLIENT and not get_current_span(parent_context).get_span_context().is_valid:
                 return SamplingResult(Decision.DROP)
             return inner.should_sample(parent_context, trace_id, name, kind, *args, **kwargs)
@@ -120,7 +122,7 @@ def note(attributes: Mapping[str, Any], *, error: str | None = None) -> None:
         current.set_status(Status(StatusCode.ERROR, error))
 
 
-def name(span_name: str, attributes: Mapping[str, Any]) -> None:
+def rename(span_name: str, attributes: Mapping[str, Any]) -> None:
     """Rename the current span (a request's, once its route is known), with these attributes."""
     if _tracer is None:
         return

@@ -39,4 +39,4 @@ class RouteNames:
         self, req: falcon.Request, resp: falcon.Response, resource: object, ok: bool
     ) -> None:
         route = req.uri_template
-        traces.name(f"{req.method} {route}" if route else req.method, {"http.route": route})
+        traces.rename(f"{req.method} {route}" if route else req.method, {"http.route": route})
