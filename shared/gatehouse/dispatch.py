@@ -2,7 +2,8 @@
 
 Producers use this without importing any worker code: a message names its
 actor and queue, carries the job id and the row's message number as the
-actor's two arguments, and the job id as its message id.
+actor's two arguments, and the job id as its message id. Its options carry the
+sender's trace context when traces are on (gatehouse.traces).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dramatiq import Message
 from dramatiq.brokers.redis import RedisBroker
 from dramatiq.common import current_millis, dq_name
 
+from gatehouse import traces
 from gatehouse.jobs import JobMessage
 
 
@@ -24,7 +26,7 @@ def message_for(m: JobMessage) -> Message:
         actor_name=m.actor,
         args=(str(m.job_id), m.number),
         kwargs={},
-        options={},
+        options=traces.carried(),
         message_id=str(m.job_id),
     )
 
@@ -67,10 +69,11 @@ class Dispatcher:
         broker = self.broker
         queues: dict[str, tuple[list[str], dict[str, bytes]]] = {}
         sent = []
+        carried = traces.carried()  # one context for the batch: the code that sent it
         for m in messages:
             # What RedisBroker.enqueue makes of a message, in one step instead of its copies.
             delay = _delay(m)
-            options: dict[str, object] = {"redis_message_id": str(uuid.uuid4())}
+            options: dict[str, object] = {"redis_message_id": str(uuid.uuid4()), **carried}
             queue = m.queue
             if delay is not None:
                 queue, options["eta"] = dq_name(queue), current_millis() + delay
@@ -99,7 +102,7 @@ class Dispatcher:
     def tick(self, queue: str, actor: str) -> Message:
         """Enqueue a periodic actor's message now (an admin's "run now"): no scheduled_at, so never stale."""
         return self.broker.enqueue(
-            Message(queue_name=queue, actor_name=actor, args=(), kwargs={}, options={})
+            Message(queue_name=queue, actor_name=actor, args=(), kwargs={}, options=traces.carried())
         )
 
     def queued_job_ids(self, queues: Iterable[str]) -> set[str]:

@@ -42,7 +42,7 @@ from typing import Any
 
 from redis import Redis, RedisError
 
-from gatehouse import metrics
+from gatehouse import metrics, traces
 from gatehouse.accounts import Accounts
 from gatehouse.gate.vocabulary import DUE_AT_FIELD, GATE_TIER_FIELD
 from gatehouse.jobs import JobStore, datetime_to_ms, utcnow
@@ -168,7 +168,8 @@ class FanOutHandlers:
             for account_id, streak in zip(ids, streaks, strict=True):
                 due = tick_ms + offset_ms(account_id, window)
                 jobs.append((account_id, self._payload(schedule, due, streak), due))
-            with self.uow.begin() as tx:
+            # Each account's job starts a trace of its own, linked to this fan-out's (gatehouse.traces).
+            with traces.linking(), self.uow.begin() as tx:
                 created = self.jobs.create_for_accounts(tx, job_type, jobs)
                 done = {
                     "after": str(chunk[-1][0]),

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 import falcon
 from dramatiq import Worker
 
+from gatehouse import traces
 from gatehouse.composition import Components, bootstrap
 from gatehouse.operations import Operations
 from gatehouse.schedules import schedules
 from gatehouse.settings import Settings
-from gatehouse_api import console, errors, root
+from gatehouse_api import console, errors, root, tracing
 from gatehouse_api.auth import Authenticate, AuthGuard
 from gatehouse_api.console.session import Sessions
 from gatehouse_api.hygiene import Hygiene
@@ -89,6 +91,7 @@ def create_app(c: Components) -> falcon.App:
             Hygiene(),
             modules.ModuleRoutes(c.modules),
             UnknownMethods(),
+            tracing.RouteNames(),
         ]
     )
     errors.install(app)
@@ -223,8 +226,11 @@ def compose(settings: Settings) -> Components:
     return build(settings)
 
 
-def get_app() -> falcon.App:
+def get_app() -> Any:
+    """Called in each gunicorn worker, after the fork: its traces are set up here (before the stores)."""
     global PROCESS
+    traced = traces.setup("gatehouse-api")
     built = compose(root.settings())
     PROCESS = Process(built)
-    return create_app(built)
+    app = create_app(built)
+    return tracing.traced(app) if traced else app

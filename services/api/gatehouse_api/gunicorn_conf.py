@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 
+from gatehouse import traces
 from gatehouse.metrics import mark_process_dead
 from gatehouse_api import root
 
@@ -48,6 +49,7 @@ def worker_exit(server, worker) -> None:
 
     if app.PROCESS is not None:
         app.PROCESS.stop()
+    traces.shutdown()  # what is still batched, before the worker exits
 
 
 def child_exit(server, worker) -> None:

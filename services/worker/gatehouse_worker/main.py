@@ -16,6 +16,7 @@ from dramatiq.errors import BrokerConnectionError
 from periodiq import print_periodic_actors
 from redis import RedisError
 
+from gatehouse import traces
 from gatehouse.entrypoint import prepare_children, settings_or_exit
 from gatehouse.schedules import ScheduleRuns
 from gatehouse.workers import process_name
@@ -98,8 +99,10 @@ class TickOnceScheduler:
             ):
                 late = "" if now.strftime("%Y-%m-%dT%H:%M") == minute else ", late: Redis was down"
                 log.info("Scheduling %s for %s (at %s%s).", name, minute, now, late)
-                # scheduled_at is the real send time, so a late tick is not dropped as stale by consumers.
-                actor.send_with_options(scheduled_at=str(now))
+                # A tick starts a trace; its run, fan-out and jobs continue or link to it.
+                with traces.span(f"tick {name}", {"gatehouse.tick.minute": minute}):
+                    # scheduled_at is the real send time, so a late tick is not dropped as stale by consumers.
+                    actor.send_with_options(scheduled_at=str(now), **traces.carried())
             else:
                 log.info("Tick %s for %s was sent by another scheduler.", name, minute)
             del self.owed[name]
@@ -159,6 +162,7 @@ def scheduler() -> None:
     from gatehouse_worker.wiring import apply_log_level, build
 
     apply_log_level(settings)
+    traces.setup("gatehouse-scheduler")
     built = build(settings)
     actors = [a for a in built.broker.actors.values() if "periodic" in a.options]
     print_periodic_actors(actors)
@@ -169,3 +173,4 @@ def scheduler() -> None:
         pass
     finally:
         built.close()
+        traces.shutdown()

@@ -1,4 +1,5 @@
-"""Process-level hooks: poll interval and reconciliation at boot, closing the stores at shutdown."""
+"""Process-level hooks: poll interval and reconciliation at boot, closing the stores and flushing the
+traces at shutdown."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from dramatiq import Broker, Middleware
 from dramatiq.common import q_name
 
-from gatehouse import metrics
+from gatehouse import metrics, traces
 
 log = logging.getLogger(__name__)
 
@@ -61,3 +62,10 @@ class CloseStores(Middleware):
     def after_worker_shutdown(self, broker: Broker, worker: Any) -> None:
         log.info("closing Redis and the database pool")
         self.close()
+
+
+class FlushTraces(Middleware):
+    """The spans still batched are exported before the process ends (a forked worker process skips atexit)."""
+
+    def after_worker_shutdown(self, broker: Broker, worker: Any) -> None:
+        traces.shutdown()

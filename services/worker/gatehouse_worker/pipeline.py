@@ -22,6 +22,9 @@
 lease keeper (boot and shutdown). The actor of a job type takes the job id and
 the message's number as its two arguments and calls ``JobRuntime.run``; every
 row write is a unit of work (gatehouse.uow), which sends the next message.
+With traces on (gatehouse.traces), a run is a span, the child of its message's
+sender's; the claim and the body are spans in it, a gate wait an event, the
+transition its attributes.
 """
 
 from __future__ import annotations
@@ -35,13 +38,14 @@ from typing import Any
 
 from dramatiq import Actor, Broker, Middleware
 from dramatiq.common import current_millis
+from dramatiq.middleware import CurrentMessage
 from psycopg import OperationalError
 from psycopg_pool import PoolTimeout
 from redis import RedisError
 from sqlalchemy.exc import OperationalError as SaOperationalError
 from sqlalchemy.exc import TimeoutError as SaPoolTimeout
 
-from gatehouse import metrics
+from gatehouse import metrics, traces
 from gatehouse import progress as P
 from gatehouse import run_decision as rd
 from gatehouse.accounts import Accounts
@@ -128,9 +132,19 @@ class JobRuntime(Middleware):
     # -- the pipeline --------------------------------------------------------------
 
     def run(self, job_type: JobType, body: Callable[[JobContext], Any], job_id: str, number: int) -> None:
+        attributes = {
+            "gatehouse.job.id": job_id,
+            "gatehouse.job.type": job_type.name,
+            "gatehouse.job.number": number,
+        }
+        with traces.consume(f"job {job_type.name}", CurrentMessage.get_current_message(), attributes):
+            self._run(job_type, body, job_id, number)
+
+    def _run(self, job_type: JobType, body: Callable[[JobContext], Any], job_id: str, number: int) -> None:
         if self._module_off(job_type, job_id, number):
             return
-        claim = self._claim(job_type, job_id, number)
+        with traces.span("job claim"):
+            claim = self._claim(job_type, job_id, number)
         if claim is None:
             return
         ctx = JobContext(
@@ -147,6 +161,10 @@ class JobRuntime(Middleware):
             self.leases.remove(ctx)
         facts = replace(facts, lost=ctx.lost.is_set())
         transition = rd.decide(facts, self.policies.of(job_type), outcome, self.timings, current_millis())
+        traces.note(
+            {"gatehouse.job.attempt": ctx.job.attempt, "gatehouse.job.outcome": transition.kind},
+            error=str(transition.error) if transition.kind == "fail" else None,
+        )
         self._apply(ctx, transition, job_type)
 
     def _put_back(self, job_type: JobType, job_id: str, number: int, delay_ms: int) -> None:
@@ -176,6 +194,7 @@ class JobRuntime(Middleware):
             return None
         if claim is None:
             log.debug("message %d of job %s is stale or a duplicate; dropped", number, job_id)
+            traces.note({"gatehouse.claim": "stale"})
             metrics.JOB_DELIVERIES.labels(outcome="stale").inc()
             return None
         metrics.JOB_DELIVERIES.labels(outcome="claimed").inc()
@@ -215,10 +234,13 @@ class JobRuntime(Middleware):
             )
         except RedisError as exc:
             log.info("gate of account %s unreachable (%s); job %s waits", account, exc, job.id)
+            traces.event("gate.wait", {"phase": P.WAITING_ACCOUNT, "reason": "gate-unreachable"})
             return facts, rd.GateBusy(reason="gate-unreachable")
         if not acquired.proceed:
             log.debug("job %s waits for account %s (held by %s)", job.id, account, acquired.holder)
+            traces.event("gate.wait", {"phase": P.WAITING_ACCOUNT, "holder": acquired.holder})
             return facts, rd.GateBusy()
+        traces.event("gate.acquired", {"decision": acquired.decision})
         self.leases.holds_gate(ctx, account, me)
         if acquired.decision == "acquired" and facts.waiting_since_ms is not None:
             self._observe_handoff(account, facts.waiting_since_ms)
@@ -234,7 +256,7 @@ class JobRuntime(Middleware):
             ctx.lost.set()
             return rd.Paused(current_millis(), P.WAITING_ACCOUNT, "lease-lost")
         try:
-            with body_running(ctx, limit_ms):
+            with body_running(ctx, limit_ms), traces.span("job body"):
                 result = body(ctx)
             return rd.Completed(result)
         except JobPaused as exc:

@@ -4,7 +4,8 @@ A per-account schedule's tick creates its fan-out job, which writes the jobs of
 its accounts in chunks, each spread over the schedule's window; a single-job
 schedule's tick (a sweep) creates its one system job; a tick of a module that is
 off creates nothing (gatehouse.fanout). A disabled schedule keeps its actor (an
-admin may still run it) but gets no cron.
+admin may still run it) but gets no cron. A tick's run is a span, the child of
+the scheduler's (or the admin's request's) that sent it (gatehouse.traces).
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dramatiq import Actor, Broker
+from dramatiq.middleware import CurrentMessage
 from periodiq import cron
 
-from gatehouse import metrics
+from gatehouse import metrics, traces
 from gatehouse.job_types import MAINTENANCE_QUEUE
 from gatehouse.schedules import FANOUT_QUEUE, Schedule
 
@@ -43,7 +45,9 @@ def declare_schedules(
     for schedule in schedules.values():
 
         def schedule_tick(schedule: Schedule = schedule) -> None:
-            tick(schedule)
+            attributes = {"gatehouse.schedule": schedule.name}
+            with traces.consume(f"tick {schedule.actor}", CurrentMessage.get_current_message(), attributes):
+                tick(schedule)
 
         schedule_tick.__name__ = schedule_tick.__qualname__ = f"tick_{schedule.name.replace('-', '_')}"
         options = {"periodic": cron(schedule.cron)} if schedule.enabled else {}

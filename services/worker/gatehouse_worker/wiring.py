@@ -17,10 +17,12 @@ from typing import Any
 
 import dramatiq
 from dramatiq import Middleware
+from dramatiq.middleware import CurrentMessage
 from periodiq import PeriodiqMiddleware
 
 from gatehouse import job_types as jt
 from gatehouse import run_decision as rd
+from gatehouse import traces
 from gatehouse.composition import Components, bootstrap
 from gatehouse.schedules import FANOUT_QUEUE, schedules
 from gatehouse.settings import Settings
@@ -32,7 +34,7 @@ from gatehouse_worker.batches import RowBatches
 from gatehouse_worker.health import ConsumerLiveness
 from gatehouse_worker.jobs.notifications import SmtpConfig
 from gatehouse_worker.leases import Beats, LeaseKeeper
-from gatehouse_worker.middleware import BootReconciliation, CloseStores, IdlePoll
+from gatehouse_worker.middleware import BootReconciliation, CloseStores, FlushTraces, IdlePoll
 from gatehouse_worker.modules import ModulePauses
 from gatehouse_worker.pipeline import GateTimings, JobRuntime, declare
 from gatehouse_worker.runtime import WbAccess
@@ -112,7 +114,9 @@ def job_runtime(c: Components) -> JobRuntime:
 def consumer_middleware(c: Components) -> list[Middleware]:
     s = c.settings
     return [
-        CloseStores(c.close),  # first, so its after_worker_shutdown runs last
+        FlushTraces(),  # first, so its after_worker_shutdown runs last, after the last job's spans
+        CloseStores(c.close),  # its after_worker_shutdown runs after every other's but FlushTraces's
+        CurrentMessage(),  # a run's span continues its message's trace (gatehouse.traces)
         IdlePoll(s.worker_idle_poll_ms, quiet_ms=s.worker_quiet_poll_ms, quiet_queues=QUIET_QUEUES),
         PeriodiqMiddleware(skip_delay=TICK_SKIP_DELAY_S),
         job_runtime(c),
@@ -176,6 +180,7 @@ def setup() -> None:
     from gatehouse.settings import load_settings
 
     settings = load_settings()
+    traces.setup("gatehouse-worker")  # in each worker process: the CLI forks them before this
     c = build(settings)
     apply_log_level(settings)
     dramatiq.set_broker(c.broker)

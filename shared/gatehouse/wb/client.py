@@ -7,6 +7,7 @@ the answer becomes data or one of gatehouse.wb.errors. A 429's
 socket wait is bounded by WB_TIMEOUT_MS, and the whole call (connect to the
 last byte) by WB_CALL_DEADLINE_MS (gatehouse.deadlines), or sooner by the
 run's time limit: an answer that trickles is a WbTimeout, not a held account.
+With traces on, a call is a span (its bucket, status and WB's retry-after).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from gatehouse import deadlines
+from gatehouse import deadlines, traces
 from gatehouse.wb.errors import (
     WbBadRequest,
     WbForbidden,
@@ -85,6 +86,10 @@ class WbClient:
 
     def call(self, endpoint: Endpoint, *, params: dict | None = None, body: dict | None = None) -> Any:
         """The decoded JSON answer, or None for 204 No Content."""
+        with traces.span(f"WB {endpoint.method} {endpoint.path}", {"wb.bucket": endpoint.bucket}):
+            return self._call(endpoint, params, body)
+
+    def _call(self, endpoint: Endpoint, params: dict | None, body: dict | None) -> Any:
         self.before_call(endpoint.bucket)
         url = self.host(endpoint.service) + endpoint.path
         try:
@@ -116,6 +121,9 @@ def _seconds(response: httpx.Response, header: str) -> float | None:
 
 def _answer(endpoint: Endpoint, response: httpx.Response) -> Any:
     status = response.status_code
+    traces.note(
+        {"http.response.status_code": status, "wb.retry_after_s": _seconds(response, "X-Ratelimit-Retry")}
+    )
     if status == 204:
         return None
     if 200 <= status < 300:

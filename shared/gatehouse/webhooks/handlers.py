@@ -25,6 +25,7 @@ import httpx
 from dramatiq.common import current_millis
 
 from gatehouse import progress as P
+from gatehouse import traces
 from gatehouse.errors import Conflict, JobPaused, PermanentJobError, RetryLater, ValidationFailed
 from gatehouse.jobs import Accepted
 from gatehouse.uow import UnitOfWork
@@ -180,6 +181,20 @@ class WebhookHandlers:
         with self.uow.begin() as tx:
             self.webhooks.end_run(tx, run, answered, **kwargs)
 
+    def _attempt(self, url: httpx.URL, attempt: Attempt, headers: dict[str, str]) -> Answer:
+        """One POST of a delivery; with traces on, a span (the receiver's host only, as in the logs)."""
+        what = {
+            "gatehouse.delivery.id": str(attempt.delivery_id),
+            "gatehouse.delivery.attempt": attempt.number,
+        }
+        with traces.span("webhook attempt", {**what, "server.address": url.host}):
+            answer = sender.post(self.transport(), url, attempt.body, headers, self.timeout_ms / 1000)
+            traces.note(
+                {"http.response.status_code": answer.status_code, "retry_after_ms": answer.retry_after_ms},
+                error=None if answer.ok else answer.error or f"HTTP {answer.status_code}",
+            )
+        return answer
+
     def _send(
         self, run: Run, slot: Slot, *, attempt: int, last: bool, ensure_held: Callable[[], None]
     ) -> dict[str, Any]:
@@ -200,7 +215,7 @@ class WebhookHandlers:
                 slot.keep()
                 current = left[0]
                 headers = signer.sign(current.message_id, datetime.now(UTC), current.body)
-                answer = sender.post(self.transport(), url, current.body, headers, self.timeout_ms / 1000)
+                answer = self._attempt(url, current, headers)
                 left.pop(0)
                 if answer.ok:
                     answered.append((current, answer, "delivered"))

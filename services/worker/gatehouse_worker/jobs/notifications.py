@@ -16,7 +16,7 @@ from email.utils import formataddr
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from gatehouse import deadlines
+from gatehouse import deadlines, traces
 from gatehouse.errors import PermanentJobError
 from gatehouse.job_types import NOTIFICATION_EMAIL
 from gatehouse.notifications import EmailOf, NotificationStore
@@ -92,7 +92,10 @@ def send(server: SmtpServer, msg: EmailMessage, timeout_s: float) -> None:
     """The exchange ends within ``timeout_s`` (or the run's deadline if sooner): smtplib's timeout
     bounds each socket wait only, so the socket is shut down at the deadline."""
     smtp_class = smtplib.SMTP_SSL if server.tls else smtplib.SMTP
-    with deadlines.within(timeout_s):
+    with (
+        traces.span("SMTP send", {"server.address": server.host, "server.port": server.port}),
+        deadlines.within(timeout_s),
+    ):
         smtp = smtp_class(timeout=deadlines.clamp(timeout_s))  # no host: connecting comes below
         try:
             with deadlines.shut_at_deadline(lambda: smtp.sock), smtp:
