@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 from dramatiq.common import current_millis
 
+from gatehouse import logs
 from gatehouse import progress as P
 from gatehouse.errors import Conflict, JobPaused, PermanentJobError, RetryLater, ValidationFailed
 from gatehouse.jobs import Accepted
@@ -200,7 +201,8 @@ class WebhookHandlers:
                 slot.keep()
                 current = left[0]
                 headers = signer.sign(current.message_id, datetime.now(UTC), current.body)
-                answer = sender.post(self.transport(), url, current.body, headers, self.timeout_ms / 1000)
+                with logs.bound(delivery_id=current.delivery_id):
+                    answer = sender.post(self.transport(), url, current.body, headers, self.timeout_ms / 1000)
                 left.pop(0)
                 if answer.ok:
                     answered.append((current, answer, "delivered"))
