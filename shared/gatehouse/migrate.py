@@ -6,7 +6,6 @@ concurrent runs, and a run that finds the schema at head does nothing.
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, text
 
+from gatehouse import logs
 from gatehouse.db import make_engine
 from gatehouse.errors import ConfigurationError
 from gatehouse.settings import load_settings
@@ -45,11 +45,12 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        engine = make_engine(load_settings(), bounded_waits=False)
+        settings = load_settings()
+        engine = make_engine(settings, bounded_waits=False)
     except ConfigurationError as exc:
         sys.exit(f"gatehouse-migrate: {exc}")
+    logs.configure(settings.log_format, settings.log_level)
     try:
         upgrade(engine)
     finally:

@@ -19,6 +19,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from gatehouse.durations import parse_ms
 from gatehouse.errors import ConfigurationError
+from gatehouse.logs import LogFormat
 
 ROLES = ("all", "api", "worker")
 # The shortest ADMIN_TOKEN accepted: a short one can be guessed (`make run` generates 32 characters).
@@ -44,6 +45,9 @@ class Settings(BaseSettings):
     # encrypts, all decrypt, so a key can be rotated in.
     token_encryption_key: SecretStr | None = None
     log_level: LogLevel = "INFO"
+    # text: lines for people (`make run`); json: one object per line for a log pipeline (the images'
+    # manifests). Either way each line carries the ids that apply (gatehouse.logs).
+    log_format: LogFormat = "text"
 
     # API process (gunicorn). Command-line arguments of gatehouse-api win (--bind).
     # Loopback unless told otherwise: the API image and the manifests set API_HOST=0.0.0.0.
@@ -209,6 +213,11 @@ class Settings(BaseSettings):
     @classmethod
     def _level(cls, value: object) -> object:
         return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _format(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @field_validator("job_modules", "webhook_retry_schedule_ms", "webhook_allowed_hosts", mode="before")
     @classmethod

@@ -52,6 +52,16 @@ def test_log_level_is_a_level_name_in_any_case_and_nothing_else(monkeypatch):
         load_settings()
 
 
+def test_log_format_is_text_unless_json_and_nothing_else(monkeypatch):
+    monkeypatch.delenv("LOG_FORMAT", raising=False)
+    assert load_settings().log_format == "text"
+    monkeypatch.setenv("LOG_FORMAT", " JSON ")
+    assert load_settings().log_format == "json"
+    monkeypatch.setenv("LOG_FORMAT", "logfmt")
+    with pytest.raises(ConfigurationError, match=r"LOG_FORMAT: .*'text' or 'json'"):
+        load_settings()
+
+
 @pytest.mark.parametrize("namespace", ["", "gh{a}", "gh}"])
 def test_the_broker_namespace_prefixes_every_key_so_it_is_non_empty_and_brace_free(namespace):
     with pytest.raises(ConfigurationError, match=r"BROKER_NAMESPACE: must be non-empty and without braces"):

@@ -21,6 +21,7 @@ from gatehouse_api.hygiene import Hygiene
 from gatehouse_api.methods import UnknownMethods, with_head
 from gatehouse_api.metrics_port import MetricsPort
 from gatehouse_api.openapi import OpenApi
+from gatehouse_api.request_ids import RequestIds
 from gatehouse_api.resources import (
     accounts,
     admin,
@@ -85,6 +86,7 @@ def create_app(c: Components) -> falcon.App:
     authenticate = Authenticate(c.accounts, guard("api"))
     app = falcon.App(
         middleware=[
+            RequestIds(),
             MetricsPort(s.metrics_port),
             console.ConsoleGuard(ops),
             authenticate,

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import signal
 
-from gatehouse import traces
+from gunicorn.glogging import Logger
+
+from gatehouse import logs, traces
 from gatehouse.metrics import mark_process_dead
 from gatehouse_api import root
+from gatehouse_api.request_ids import HEADER
 
 _settings = root.settings()
 
@@ -26,6 +29,24 @@ control_socket_disable = True
 accesslog = "-"
 errorlog = "-"
 loglevel = _settings.log_level.lower()
+
+
+class GatehouseLogger(Logger):
+    """gunicorn's logs and the app's in LOG_FORMAT; the access line carries the request's id."""
+
+    def setup(self, cfg) -> None:
+        super().setup(cfg)
+        logs.configure(_settings.log_format, _settings.log_level)  # the app's loggers (the root)
+        logs.use_format(_settings.log_format, self.error_log, self.access_log)
+
+    def access(self, resp, req, environ, request_time) -> None:
+        # Written once the app has answered (its context is gone): the id is the one it answered.
+        sent = next((value for name, value in resp.headers if name.lower() == HEADER.lower()), None)
+        with logs.bound(request_id=sent):
+            super().access(resp, req, environ, request_time)
+
+
+logger_class = GatehouseLogger
 
 
 def on_starting(server) -> None:

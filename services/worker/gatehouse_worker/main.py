@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
@@ -16,7 +17,7 @@ from dramatiq.errors import BrokerConnectionError
 from periodiq import print_periodic_actors
 from redis import RedisError
 
-from gatehouse import traces
+from gatehouse import logs, traces
 from gatehouse.entrypoint import prepare_children, settings_or_exit
 from gatehouse.schedules import ScheduleRuns
 from gatehouse.workers import process_name
@@ -47,11 +48,32 @@ def worker() -> None:
         *sys.argv[1:],
     ]
     stop_signals.install()  # a signal to the whole process group stops the jobs gracefully too
+    format_dramatiq_logs(settings.log_format)
     # Import the worker's code once, here: the CLI forks its processes from this one, so each starts
     # with it loaded instead of importing it at the same time as the others (most of a start-up).
     # Importing builds nothing (no connection, no thread): each process builds its own in SETUP.
     importlib.import_module(SETUP.split(":")[0])
     sys.exit(dramatiq_cli.main())
+
+
+def format_dramatiq_logs(log_format: logs.LogFormat) -> None:
+    """Our format for every line of the dramatiq CLI's processes.
+
+    The CLI sets up logging in its supervisor and in each process it forks (handlers on the pipes
+    the supervisor copies to stderr, levels from ``--verbose``); each of those setups is followed
+    by ours, which keeps them and formats their lines. The processes are forked (the CLI's default
+    before Python 3.14; not ``--use-spawn``), so they run these wrapped setups too.
+    """
+    for name in ("setup_parent_logging", "setup_worker_logging", "setup_fork_logging"):
+        setup = getattr(dramatiq_cli, name)
+
+        @functools.wraps(setup)
+        def formatted(*args, _setup=setup, **kwargs):
+            logger = _setup(*args, **kwargs)
+            logs.use_format(log_format)
+            return logger
+
+        setattr(dramatiq_cli, name, formatted)
 
 
 def tick_key(prefix: str, actor_name: str, minute: str) -> str:
@@ -154,14 +176,13 @@ class TickOnceScheduler:
 
 def scheduler() -> None:
     """gatehouse-scheduler: sends the periodic ticks (cron in UTC)."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = settings_or_exit("gatehouse-scheduler")
+    logs.configure(settings.log_format, settings.log_level)
     pendulum.set_local_timezone(pendulum.timezone("UTC"))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 
-    from gatehouse_worker.wiring import apply_log_level, build
+    from gatehouse_worker.wiring import build
 
-    apply_log_level(settings)
     traces.setup("gatehouse-scheduler")
     built = build(settings)
     actors = [a for a in built.broker.actors.values() if "periodic" in a.options]

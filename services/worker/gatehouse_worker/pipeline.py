@@ -45,7 +45,7 @@ from redis import RedisError
 from sqlalchemy.exc import OperationalError as SaOperationalError
 from sqlalchemy.exc import TimeoutError as SaPoolTimeout
 
-from gatehouse import metrics, traces
+from gatehouse import logs, metrics, traces
 from gatehouse import progress as P
 from gatehouse import run_decision as rd
 from gatehouse.accounts import Accounts
@@ -147,6 +147,7 @@ class JobRuntime(Middleware):
             claim = self._claim(job_type, job_id, number)
         if claim is None:
             return
+        logs.bind(account_id=claim.job.account_id)  # until the end of the actor's logs.bound
         ctx = JobContext(
             claim=claim, jobs=self.jobs, wb_access=self.wb_access, poll_delay_ms=self.g.poll_delay_ms
         )
@@ -492,14 +493,15 @@ def declare(
     """The Dramatiq actor of a job type: the job id and the message's number are its arguments."""
 
     def run(job_id: str, number: int | None = None) -> None:
-        if (
-            number is None
-        ):  # a message of an older release (its number was an option): the row's is sent again
-            log.warning(
-                "job %s: a message without its number is dropped; reconciliation sends it again", job_id
-            )
-            return
-        runtime.run(job_type, body, job_id, number)
+        with logs.bound(job_id=job_id, job_type=job_type.name):  # every line of the run carries them
+            if (
+                number is None
+            ):  # a message of an older release (its number was an option): the row's is sent again
+                log.warning(
+                    "job %s: a message without its number is dropped; reconciliation sends it again", job_id
+                )
+                return
+            runtime.run(job_type, body, job_id, number)
 
     run.__name__ = run.__qualname__ = job_type.name.replace(".", "_").replace("-", "_").replace(":", "_")
     return Actor(

@@ -166,7 +166,7 @@ def build(settings: Settings) -> Components:
 
 
 def apply_log_level(settings: Settings) -> None:
-    """LOG_LEVEL for a consumer or scheduler process, whose logging was set up at INFO before this.
+    """LOG_LEVEL for a consumer process, whose logging the dramatiq CLI set up at INFO before this.
 
     The dramatiq CLI sets DEBUG instead when asked with ``--verbose``: that wins.
     """

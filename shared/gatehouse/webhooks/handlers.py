@@ -24,8 +24,8 @@ from typing import Any
 import httpx
 from dramatiq.common import current_millis
 
+from gatehouse import logs, traces
 from gatehouse import progress as P
-from gatehouse import traces
 from gatehouse.errors import Conflict, JobPaused, PermanentJobError, RetryLater, ValidationFailed
 from gatehouse.jobs import Accepted
 from gatehouse.uow import UnitOfWork
@@ -215,7 +215,8 @@ class WebhookHandlers:
                 slot.keep()
                 current = left[0]
                 headers = signer.sign(current.message_id, datetime.now(UTC), current.body)
-                answer = self._attempt(url, current, headers)
+                with logs.bound(delivery_id=current.delivery_id):
+                    answer = self._attempt(url, current, headers)
                 left.pop(0)
                 if answer.ok:
                     answered.append((current, answer, "delivered"))

@@ -21,11 +21,14 @@ if TYPE_CHECKING:
 def run(prog: str, work: Callable[[Components], int], *, exit_config: int) -> int:
     """``work`` with this command's components, closed after it: its exit code, or ``exit_config`` for a
     bad configuration (DATABASE_URL, REDIS_URL, …) or a PostgreSQL that does not answer, said on stderr."""
+    from gatehouse import logs
     from gatehouse.composition import bootstrap  # here, not at import: --help answers at once
     from gatehouse.settings import load_settings
 
     try:
-        built = bootstrap(load_settings())
+        settings = load_settings()
+        logs.configure(settings.log_format, settings.log_level)  # what it prints is its answer, not logs
+        built = bootstrap(settings)
     except ConfigurationError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return exit_config

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from gatehouse import logs
 from gatehouse.catalog.handlers import CatalogHandlers
 from gatehouse.job_types import CATALOG_BULK_OPERATION
 from gatehouse_worker.runtime import JobContext, job
@@ -12,9 +13,11 @@ from gatehouse_worker.runtime import JobContext, job
 
 @job(CATALOG_BULK_OPERATION)
 def bulk_operation(ctx: JobContext, catalog: CatalogHandlers) -> dict[str, Any]:
-    done = catalog.run_bulk_operation(
-        uuid.UUID(ctx.payload["operationId"]),
-        last_attempt=ctx.job.attempt >= ctx.job.max_attempts,
-        between_batches=ctx.ensure_held,
-    )
+    operation_id = uuid.UUID(ctx.payload["operationId"])
+    with logs.bound(operation_id=operation_id):
+        done = catalog.run_bulk_operation(
+            operation_id,
+            last_attempt=ctx.job.attempt >= ctx.job.max_attempts,
+            between_batches=ctx.ensure_held,
+        )
     return {"status": done.status, "processed": done.processed, "failed": done.failed}
