@@ -9,6 +9,7 @@ import falcon
 from dramatiq import Worker
 
 from gatehouse.composition import Components, bootstrap
+from gatehouse.live_metrics import LiveMetrics
 from gatehouse.operations import Operations
 from gatehouse.schedules import schedules
 from gatehouse.settings import Settings
@@ -19,6 +20,7 @@ from gatehouse_api.hygiene import Hygiene
 from gatehouse_api.methods import UnknownMethods, with_head
 from gatehouse_api.metrics_port import MetricsPort
 from gatehouse_api.openapi import OpenApi
+from gatehouse_api.request_metrics import RequestMetrics
 from gatehouse_api.resources import (
     accounts,
     admin,
@@ -83,6 +85,7 @@ def create_app(c: Components) -> falcon.App:
     authenticate = Authenticate(c.accounts, guard("api"))
     app = falcon.App(
         middleware=[
+            RequestMetrics(),
             MetricsPort(s.metrics_port),
             console.ConsoleGuard(ops),
             authenticate,
@@ -100,7 +103,17 @@ def create_app(c: Components) -> falcon.App:
     routes = {
         "/healthz": Health(),
         "/readyz": Ready(StoreChecks(c.engine, c.redis, timeout_ms=s.ready_timeout_ms)),
-        "/metrics": Metrics(s.prometheus_multiproc_dir),
+        "/metrics": Metrics(
+            s.prometheus_multiproc_dir,
+            LiveMetrics(
+                c.engine,
+                c.redis,
+                c.liveness,
+                c.schedule_runs,
+                prefix=s.broker_namespace,
+                schedules=[x.name for x in schedules(s.schedules).values() if x.enabled],
+            ),
+        ),
         "/openapi.json": OpenApi(),
         "/v1/accounts": accounts.Accounts(c.account_handlers, **body),
         "/v1/accounts/{account_id:uuid}": accounts.Account(c.accounts),

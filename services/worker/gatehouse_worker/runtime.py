@@ -59,6 +59,8 @@ class JobContext:
     body_thread: int | None = None
     interrupted: bool = False
     limit_lock: threading.Lock = field(default_factory=threading.Lock)
+    # When the run claimed its row (time.monotonic()): gatehouse_job_duration_seconds measures from here.
+    claimed_at: float = field(default_factory=time.monotonic)
 
     @property
     def job(self):
