@@ -6,7 +6,7 @@ time, registered only where the API serves /metrics (never in every process that
 counts, so N processes do not run N reads):
 
 - ``gatehouse_queue_depth{queue,state}`` and ``gatehouse_queue_oldest_age_seconds{queue,state}``:
-  ONE grouped statement over the live rows (the partial index ``jobs_live_by_state``), every
+  ONE grouped statement over the live rows (read through a partial index on the live states), every
   queue of the job registry present, zeros too. The oldest age is, for ``waiting``, how long
   its oldest row has been due; for ``delayed``, how far its most overdue row is past its eta
   (0 while none is); for ``active``, how long its longest run has been running.
