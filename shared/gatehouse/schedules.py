@@ -15,6 +15,7 @@ run now.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from itertools import pairwise
@@ -226,7 +227,10 @@ class ScheduleRuns:
         self.redis.set(schedule_key(self.prefix, name, "next"), at.isoformat())
 
     def runs(self, name: str) -> tuple[str | None, str | None]:
-        last, next_ = self.redis.mget(
-            schedule_key(self.prefix, name, "last"), schedule_key(self.prefix, name, "next")
-        )
-        return (last.decode() if last else None, next_.decode() if next_ else None)
+        return self.runs_of([name])[name]
+
+    def runs_of(self, names: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
+        """Each schedule's (last, next) run, ISO 8601 or None: one round trip."""
+        keys = [schedule_key(self.prefix, name, what) for name in names for what in ("last", "next")]
+        values = [v.decode() if v else None for v in self.redis.mget(keys)] if keys else []
+        return {name: (values[2 * i], values[2 * i + 1]) for i, name in enumerate(names)}

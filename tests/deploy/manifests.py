@@ -20,10 +20,14 @@ from tests.support.processes import BIN, REPO
 K8S = REPO / "infra" / "k8s"
 # The oldest Kubernetes we promise to run on; the manifests validate against its schemas.
 KUBERNETES_VERSION = "1.33.0"
-# KEDA's custom resources' schemas (vendored: schemas/README.md), by kind.
-KEDA_SCHEMAS = {
-    kind: Path(__file__).parent / "schemas" / f"keda.sh_{kind.lower()}_v1alpha1.json"
-    for kind in ("ScaledObject", "TriggerAuthentication")
+SCHEMAS = Path(__file__).parent / "schemas"
+# The custom resources' schemas (schemas/README.md), by apiVersion and kind: KEDA's, the Prometheus Operator's.
+CRD_SCHEMAS = {
+    **{
+        ("keda.sh/v1alpha1", kind): SCHEMAS / f"keda.sh_{kind.lower()}_v1alpha1.json"
+        for kind in ("ScaledObject", "TriggerAuthentication")
+    },
+    ("monitoring.coreos.com/v1", "PrometheusRule"): SCHEMAS / "monitoring.coreos.com_prometheusrule_v1.json",
 }
 # The worker pools (infra/k8s/base/pools/*): Deployment gatehouse-worker-<pool>.
 POOLS = ("wb", "b2b", "webhooks")

@@ -1,4 +1,4 @@
-"""Every rendered manifest validates against the schemas of a pinned Kubernetes (and KEDA)."""
+"""Every rendered manifest validates against the schemas of a pinned Kubernetes (and KEDA, the Prometheus Operator)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import jsonschema
 import kubernetes_validate
 import pytest
 
-from tests.deploy.manifests import KEDA_SCHEMAS, KUBERNETES_VERSION, Doc, Rendered
+from tests.deploy.manifests import CRD_SCHEMAS, KUBERNETES_VERSION, Doc, Rendered
 
-KEDA = {kind: jsonschema.Draft7Validator(json.loads(path.read_text())) for kind, path in KEDA_SCHEMAS.items()}
+CRDS = {key: jsonschema.Draft7Validator(json.loads(path.read_text())) for key, path in CRD_SCHEMAS.items()}
 
 
 def validate(doc: Doc) -> None:
-    if doc["apiVersion"] == "keda.sh/v1alpha1":
-        KEDA[doc["kind"]].validate(doc)
+    if (doc["apiVersion"], doc["kind"]) in CRDS:
+        CRDS[doc["apiVersion"], doc["kind"]].validate(doc)
     else:
         # strict: unknown fields (a misspelt probe, say) are errors, as the API server's
         # field validation would make them.

@@ -25,7 +25,7 @@ from gatehouse.webhooks import SignatureInvalid, signing, verify
 from gatehouse.webhooks.store import Created
 from gatehouse.webhooks.tables import AttemptRecord, DeliveryRecord
 from tests.conftest import ADMIN_TOKEN
-from tests.support.processes import REPO, wait_until
+from tests.support.processes import REPO, free_port, wait_until
 from tests.support.receiver import Receiver, Reply
 
 ALLOW = "127.0.0.0/8,::1"
@@ -310,7 +310,8 @@ def test_410_gone_disables_the_endpoint_and_stops_its_waiting_delivery(wh, setti
     r = receiver(receivers)
     r.script(Reply(410, body="gone"))
     ep = endpoint(wh, r)
-    worker(processes)
+    health = free_port()
+    worker(processes, WORKER_HEALTH_PORT=str(health))
     worker_alive(wh)
     later = bootstrap(
         settings.model_copy(
@@ -352,6 +353,10 @@ def test_410_gone_disables_the_endpoint_and_stops_its_waiting_delivery(wh, setti
     assert r.ids() == [gone_event.id]
     assert deliveries_of(wh, publish(wh)) == []
     assert r.ids() == [gone_event.id]
+    # … and the worker's metrics count one attempt gone, and two deliveries dead (it and the stopped one)
+    scraped = httpx.get(f"http://127.0.0.1:{health}/metrics").text
+    assert 'gatehouse_webhook_attempts_total{outcome="gone"} 1.0' in scraped
+    assert "gatehouse_webhook_dead_total 2.0" in scraped
 
 
 def test_429_with_retry_after_2_is_not_retried_before_2_s(wh, processes, receivers):

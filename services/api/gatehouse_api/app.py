@@ -11,6 +11,7 @@ from dramatiq import Worker
 
 from gatehouse import traces
 from gatehouse.composition import Components, bootstrap
+from gatehouse.live_metrics import LiveMetrics
 from gatehouse.operations import Operations
 from gatehouse.schedules import schedules
 from gatehouse.settings import Settings
@@ -22,6 +23,7 @@ from gatehouse_api.methods import UnknownMethods, with_head
 from gatehouse_api.metrics_port import MetricsPort
 from gatehouse_api.openapi import OpenApi
 from gatehouse_api.request_ids import RequestIds
+from gatehouse_api.request_metrics import RequestMetrics
 from gatehouse_api.resources import (
     accounts,
     admin,
@@ -87,6 +89,7 @@ def create_app(c: Components) -> falcon.App:
     app = falcon.App(
         middleware=[
             RequestIds(),
+            RequestMetrics(),
             MetricsPort(s.metrics_port),
             console.ConsoleGuard(ops),
             authenticate,
@@ -105,7 +108,17 @@ def create_app(c: Components) -> falcon.App:
     routes = {
         "/healthz": Health(),
         "/readyz": Ready(StoreChecks(c.engine, c.redis, timeout_ms=s.ready_timeout_ms)),
-        "/metrics": Metrics(s.prometheus_multiproc_dir),
+        "/metrics": Metrics(
+            s.prometheus_multiproc_dir,
+            LiveMetrics(
+                c.engine,
+                c.redis,
+                c.liveness,
+                c.schedule_runs,
+                prefix=s.broker_namespace,
+                schedules=[x.name for x in schedules(s.schedules).values() if x.enabled],
+            ),
+        ),
         "/openapi.json": OpenApi(),
         "/v1/accounts": accounts.Accounts(c.account_handlers, **body),
         "/v1/accounts/{account_id:uuid}": accounts.Account(c.account_handlers, c.accounts, **body),

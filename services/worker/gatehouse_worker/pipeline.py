@@ -329,6 +329,7 @@ class JobRuntime(Middleware):
                 self._count_skips(ctx, skipped=t.kind == "skip")
             self._write(lambda: self._finish(job_type, claim, state, progress, t, ctx.wb_token), job.id)
             metrics.JOBS_FINISHED.labels(type=job.type, outcome=FINISHED[t.kind]).inc()
+            _observe_run(ctx, FINISHED[t.kind])
             if t.kind == "skip":
                 log.info("scheduled job %s skipped: account %s stayed busy", job.id, job.account_id)
             elif t.kind == "fail":
@@ -359,6 +360,7 @@ class JobRuntime(Middleware):
             metrics.WB_RESCHEDULES.labels(scope="account-gate").inc()
         elif t.phase == P.RATE_LIMITED:
             metrics.WB_RESCHEDULES.labels(scope=t.reason).inc()
+        _observe_run(ctx, "retrying" if t.kind == "retry" else "parked")
 
     def _count_skips(self, ctx: JobContext, *, skipped: bool) -> None:
         """A scheduled gated run's end counts in its (account, type)'s skip streak (gatehouse.fanout).
@@ -485,6 +487,10 @@ class JobRuntime(Middleware):
             return
         if released is not None:
             metrics.GATE_HANDOFF.observe(max(0, now - released) / 1000)
+
+
+def _observe_run(ctx: JobContext, outcome: str) -> None:
+    metrics.JOB_DURATION.labels(type=ctx.job.type, outcome=outcome).observe(time.monotonic() - ctx.claimed_at)
 
 
 def declare(

@@ -61,6 +61,8 @@ class JobContext:
     limit_lock: threading.Lock = field(default_factory=threading.Lock)
     # The WB token its client was built with: WB's 401 marks the account only while it is still its token.
     wb_token: str | None = None
+    # When the run claimed its row (time.monotonic()): gatehouse_job_duration_seconds measures from here.
+    claimed_at: float = field(default_factory=time.monotonic)
 
     @property
     def job(self):

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from gatehouse import deadlines, traces
+from gatehouse import deadlines, metrics, traces
 from gatehouse.wb.errors import (
     WbBadRequest,
     WbForbidden,
@@ -96,9 +96,12 @@ class WbClient:
             with deadlines.within(self.deadline_s):
                 response = self.http.request(endpoint.method, url, params=params, json=body)
         except httpx.TimeoutException as exc:
+            metrics.WB_CALLS.labels(bucket=endpoint.bucket, status="error").inc()
             raise WbTimeout(f"WB did not answer {endpoint.path} in time ({type(exc).__name__})") from None
         except httpx.TransportError as exc:
+            metrics.WB_CALLS.labels(bucket=endpoint.bucket, status="error").inc()
             raise WbUnavailable(f"WB is unreachable at {endpoint.path} ({exc})") from None
+        metrics.WB_CALLS.labels(bucket=endpoint.bucket, status=str(response.status_code)).inc()
         return _answer(endpoint, response)
 
 

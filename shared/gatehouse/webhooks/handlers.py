@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 from dramatiq.common import current_millis
 
-from gatehouse import logs, traces
+from gatehouse import logs, metrics, traces
 from gatehouse import progress as P
 from gatehouse.errors import Conflict, JobPaused, PermanentJobError, RetryLater, ValidationFailed
 from gatehouse.jobs import Accepted
@@ -179,7 +179,11 @@ class WebhookHandlers:
 
     def _end(self, run: Run, answered: list[tuple[Attempt, Answer, str]], **kwargs: Any) -> None:
         with self.uow.begin() as tx:
-            self.webhooks.end_run(tx, run, answered, **kwargs)
+            stopped = self.webhooks.end_run(tx, run, answered, **kwargs)
+        for _, answer, status in answered:
+            metrics.WEBHOOK_ATTEMPTS.labels(outcome=attempt_outcome(answer, status)).inc()
+        # The run's own dead attempts, and the waiting deliveries a 410 stopped with them.
+        metrics.WEBHOOK_DEAD.inc(sum(status == "dead" for _, _, status in answered) + stopped)
 
     def _attempt(self, url: httpx.URL, attempt: Attempt, headers: dict[str, str]) -> Answer:
         """One POST of a delivery; with traces on, a span (the receiver's host only, as in the logs)."""
@@ -246,3 +250,12 @@ class WebhookHandlers:
         if waits:
             raise RetryLater(f"{what}; Retry-After", after_ms=max(waits))
         raise DeliveryFailed(what)
+
+
+def attempt_outcome(answer: Answer, status: str) -> str:
+    """gatehouse_webhook_attempts_total's label of one attempt."""
+    if status == "delivered":
+        return "delivered"
+    if answer.status_code == 410:
+        return "gone"
+    return "error" if answer.error is not None else "failed"
