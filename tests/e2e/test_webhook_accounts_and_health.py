@@ -21,6 +21,7 @@ from sqlalchemy import text
 
 from gatehouse.events import Event
 from tests.conftest import ADMIN_TOKEN
+from tests.e2e.test_webhooks import receivers  # noqa: F401 - the fixture: receivers stopped after the test
 from tests.support.processes import free_port, wait_until
 from tests.support.receiver import Receiver, Reply
 from tests.support.smtp import SmtpServer
@@ -36,14 +37,6 @@ JOB_EVENTS = ["wb.job.completed", "wb.job.failed", "wb.job.progress"]
 
 def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
-
-
-@pytest.fixture
-def receivers() -> Iterator[list[Receiver]]:
-    made: list[Receiver] = []
-    yield made
-    for r in made:
-        r.stop()
 
 
 @pytest.fixture
@@ -79,7 +72,9 @@ def received(r: Receiver) -> list[dict]:
 
 
 def test_each_accounts_endpoint_receives_only_its_accounts_job_events_and_progress(
-    processes, smtp, receivers
+    processes,
+    smtp,
+    receivers,  # noqa: F811 - the imported fixture
 ):
     with running_sandbox(time_scale=1000, rows_per_day=3, page_size=40) as sandbox:
         url = stack(processes, smtp, WB_API_BASE_URL=sandbox.url, **scaled_limits(1000))
@@ -165,7 +160,10 @@ def test_each_accounts_endpoint_receives_only_its_accounts_job_events_and_progre
 
 
 def test_a_rate_limited_endpoint_waits_without_spending_attempts_and_a_failing_one_is_disabled(
-    processes, smtp, receivers, gh
+    processes,
+    smtp,
+    receivers,  # noqa: F811 - the imported fixture
+    gh,
 ):
     url = stack(processes, smtp, WEBHOOK_DISABLE_AFTER_MS="2000")
     api = httpx.Client(base_url=url, headers=ADMIN, timeout=30)

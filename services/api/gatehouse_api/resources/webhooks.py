@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import falcon
+from falcon import Request, Response
 
 from gatehouse.accounts import Accounts
 from gatehouse.paging import instant
@@ -42,6 +43,9 @@ from gatehouse_api.schemas import (
     SecretRotated,
     TestSent,
 )
+
+# The account of an account's endpoint route (/v1/accounts/{accountId}/webhooks/…); None on the admin's.
+Owner = uuid.UUID | None
 
 
 def endpoint_view(e: EndpointRecord) -> dict:
@@ -94,17 +98,17 @@ class WebhookViews:
     def __init__(self, webhooks: WebhookStore, accounts: Accounts) -> None:
         self.webhooks, self.accounts = webhooks, accounts
 
-    def owned(self, account_id: uuid.UUID | None, endpoint_id: uuid.UUID | None = None) -> None:
+    def owned(self, account_id: Owner, endpoint_id: uuid.UUID | None = None) -> None:
         """The account exists and, given, the endpoint is its own (with None: any endpoint); else 404."""
         if account_id is not None:
             self.accounts.get(account_id)
         if endpoint_id is not None:
             self.webhooks.get_endpoint(endpoint_id, account_id=account_id)
 
-    def endpoint(self, endpoint_id: uuid.UUID, account_id: uuid.UUID | None = None) -> dict:
+    def endpoint(self, endpoint_id: uuid.UUID, account_id: Owner = None) -> dict:
         return endpoint_view(self.webhooks.get_endpoint(endpoint_id, account_id=account_id))
 
-    def endpoints(self, account_id: uuid.UUID | None = None) -> dict:
+    def endpoints(self, account_id: Owner = None) -> dict:
         """Every endpoint, or one account's."""
         found = self.webhooks.list_endpoints(account_id)
         return EndpointList(items=[endpoint_view(e) for e in found]).model_dump(mode="json")
@@ -187,9 +191,7 @@ class _Resource:
     def __init__(self, views: WebhookViews, actions: WebhookActions, *, max_body_bytes: int) -> None:
         self.views, self.actions, self.max_body_bytes = views, actions, max_body_bytes
 
-    def owner(
-        self, req: falcon.Request, account_id: uuid.UUID | None, endpoint_id: uuid.UUID | None = None
-    ) -> None:
+    def owner(self, req: Request, account_id: Owner, endpoint_id: uuid.UUID | None = None) -> None:
         """Staff on the admin path; the account's key (or staff) on its path, on its own endpoints only."""
         if account_id is None:
             require_admin(req)
@@ -198,7 +200,7 @@ class _Resource:
         self.views.owned(account_id, endpoint_id)
 
 
-def endpoint_path(account_id: uuid.UUID | None, endpoint_id: uuid.UUID) -> str:
+def endpoint_path(account_id: Owner, endpoint_id: uuid.UUID) -> str:
     base = f"/v1/accounts/{account_id}/webhooks" if account_id else "/v1/admin/webhooks"
     return f"{base}/endpoints/{endpoint_id}"
 
@@ -211,9 +213,7 @@ class Endpoints(_Resource):
         (400, 401, 403, 404, 413, 415, 422),
         body=(CreateEndpoint, True),
     )
-    def on_post(
-        self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID | None = None
-    ) -> None:
+    def on_post(self, req: Request, resp: Response, account_id: Owner = None) -> None:
         self.owner(req, account_id)
         body = read_json(req, CreateEndpoint, max_bytes=self.max_body_bytes)
         created = self.actions.handlers.create_endpoint(
@@ -232,7 +232,7 @@ class Endpoints(_Resource):
     @contract(
         "List endpoints (under an account: its own)", (200, EndpointList, "the endpoints"), (401, 403, 404)
     )
-    def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID | None = None) -> None:
+    def on_get(self, req: Request, resp: Response, account_id: Owner = None) -> None:
         self.owner(req, account_id)
         resp.media = self.views.endpoints(account_id)
 
@@ -250,13 +250,7 @@ class DeliveryCountsByEndpoint(_Resource):
 
 class Endpoint(_Resource):
     @contract("Read an endpoint", (200, EndpointView, "the endpoint"), (401, 403, 404))
-    def on_get(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        endpoint_id: uuid.UUID,
-        account_id: uuid.UUID | None = None,
-    ) -> None:
+    def on_get(self, req: Request, resp: Response, endpoint_id: uuid.UUID, account_id: Owner = None) -> None:
         self.owner(req, account_id)
         resp.media = self.views.endpoint(endpoint_id, account_id)
 
@@ -267,11 +261,7 @@ class Endpoint(_Resource):
         body=(PatchEndpoint, True),
     )
     def on_patch(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        endpoint_id: uuid.UUID,
-        account_id: uuid.UUID | None = None,
+        self, req: Request, resp: Response, endpoint_id: uuid.UUID, account_id: Owner = None
     ) -> None:
         self.owner(req, account_id, endpoint_id)
         body = read_json(req, PatchEndpoint, max_bytes=self.max_body_bytes)
@@ -291,11 +281,7 @@ class Endpoint(_Resource):
 
     @contract("Delete an endpoint and its deliveries", (204, None, "deleted"), (401, 403, 404))
     def on_delete(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        endpoint_id: uuid.UUID,
-        account_id: uuid.UUID | None = None,
+        self, req: Request, resp: Response, endpoint_id: uuid.UUID, account_id: Owner = None
     ) -> None:
         self.owner(req, account_id, endpoint_id)
         self.actions.handlers.delete_endpoint(endpoint_id)
@@ -309,13 +295,7 @@ class EndpointHealth(_Resource):
         (401, 403, 404, 422),
         params=[query("since", format="date-time")],
     )
-    def on_get(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        endpoint_id: uuid.UUID,
-        account_id: uuid.UUID | None = None,
-    ) -> None:
+    def on_get(self, req: Request, resp: Response, endpoint_id: uuid.UUID, account_id: Owner = None) -> None:
         self.owner(req, account_id, endpoint_id)
         resp.media = self.views.stats(endpoint_id, instant(req.get_param("since"), "since"))
 
@@ -326,26 +306,14 @@ class RotateSecret(_Resource):
         (200, SecretRotated, "the new secret, shown once"),
         (401, 403, 404),
     )
-    def on_post(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        endpoint_id: uuid.UUID,
-        account_id: uuid.UUID | None = None,
-    ) -> None:
+    def on_post(self, req: Request, resp: Response, endpoint_id: uuid.UUID, account_id: Owner = None) -> None:
         self.owner(req, account_id, endpoint_id)
         resp.media = self.actions.rotate_secret(endpoint_id)
 
 
 class SendTest(_Resource):
     @contract("Send a webhook.test event to this endpoint", (202, TestSent, "queued"), (401, 403, 404, 409))
-    def on_post(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        endpoint_id: uuid.UUID,
-        account_id: uuid.UUID | None = None,
-    ) -> None:
+    def on_post(self, req: Request, resp: Response, endpoint_id: uuid.UUID, account_id: Owner = None) -> None:
         self.owner(req, account_id, endpoint_id)
         sent = self.actions.send_test(endpoint_id)
         resp.status = 202
@@ -367,13 +335,7 @@ class ReplayEndpoint(_Resource):
         notes={409: "ENDPOINT_DISABLED: the endpoint is disabled (enable it first)"},
         params=[query("since", format="date-time")],
     )
-    def on_post(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        endpoint_id: uuid.UUID,
-        account_id: uuid.UUID | None = None,
-    ) -> None:
+    def on_post(self, req: Request, resp: Response, endpoint_id: uuid.UUID, account_id: Owner = None) -> None:
         self.owner(req, account_id, endpoint_id)
         queued = self.actions.replay_since(endpoint_id, instant(req.get_param("since"), "since"))
         resp.status = 202
