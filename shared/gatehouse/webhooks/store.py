@@ -67,8 +67,15 @@ EVENT_TYPES = (
     "webhook.endpoint.disabled",
     "webhook.test",
 )
-# The events of one seller account (their data's accountId): all an account's own endpoint may receive.
-ACCOUNT_EVENT_TYPES = ("wb.account.token_invalid", "wb.job.completed", "wb.job.failed", "wb.job.progress")
+# The events of one seller account (their data's accountId): all an account's own endpoint may receive
+# (webhook.endpoint.disabled: of another endpoint of its account).
+ACCOUNT_EVENT_TYPES = (
+    "wb.account.token_invalid",
+    "wb.job.completed",
+    "wb.job.failed",
+    "wb.job.progress",
+    "webhook.endpoint.disabled",
+)
 # Why a delivery is dead (dead_reason's "reason").
 EXHAUSTED, ENDPOINT_GONE, ENDPOINT_DISABLED, ENDPOINT_FAILING = (
     "exhausted",
