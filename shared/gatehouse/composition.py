@@ -191,6 +191,7 @@ def bootstrap(
         batch_size=settings.webhook_batch_size,
         first_delay_ms=round(settings.webhook_retry_schedule_ms[0] * settings.retry_delay_scale),
         rotation_grace_ms=settings.webhook_rotation_grace_ms,
+        disable_after_ms=settings.webhook_disable_after_ms,
     )
     # The webhooks' outbox: every event becomes deliveries in the transaction that raised it.
     bus.subscribe(webhooks.outbox)
@@ -240,6 +241,7 @@ def bootstrap(
             uow,
             webhooks,
             webhook_slots,
+            notifications,
             transport=Lazy(lambda: sender.transport(guard)),
             max_per_endpoint=settings.webhook_max_per_endpoint,
             timeout_ms=settings.webhook_timeout_ms,

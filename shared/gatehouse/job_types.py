@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gatehouse import progress as P
 from gatehouse.durations import parse_ms
 from gatehouse.events import Event
 from gatehouse.gate.vocabulary import USER_GATE, GateSpec, Tier
@@ -155,6 +156,38 @@ def outcome_event(
             "state": state,
             "result": result,
             "error": error,
+        },
+    )
+
+
+# The phases a user job's webhook endpoints hear of as they happen (``<emits>.progress``).
+ANNOUNCED_PHASES = (P.WAITING_ACCOUNT, P.RATE_LIMITED, P.RETRYING, P.RUNNING)
+
+
+def announces(job_type: JobType) -> bool:
+    """Whether its jobs raise ``<emits>.progress`` (user jobs of a type that emits)."""
+    return bool(job_type.emits) and job_type.tier == "user"
+
+
+def progress_event(
+    job_type: JobType, job: Any, progress: dict[str, Any], *, attempt: int, was: dict[str, Any] | None
+) -> Event | None:
+    """What a user job of a type that ``emits`` raises when its phase changes to one of
+    ANNOUNCED_PHASES (``wb.job.progress``, with the status poll's Russian message), in the
+    transaction that writes it; None when nothing is announced (the same phase again: a gate poll)."""
+    phase = progress["phase"]
+    if not announces(job_type) or phase not in ANNOUNCED_PHASES:
+        return None
+    if was and was.get("phase") == phase and phase != P.RETRYING:
+        return None
+    shown = P.render(progress, job_type=job.type, attempt=attempt, max_attempts=job.max_attempts)
+    return Event(
+        f"{job_type.emits}.progress",
+        {
+            "jobId": str(job.id),
+            "type": job.type,
+            "accountId": str(job.account_id) if job.account_id else None,
+            **(shown or {}),
         },
     )
 

@@ -601,9 +601,15 @@ class JobStore:
     def _fenced(self, sql: str, claim: Claim, row: Callable[..., T], **params: Any) -> T | None:
         return self._sql.one(sql, {"id": claim.job_id, "claims": claim.claims, **params}, row)
 
-    def start(self, claim: Claim, progress: dict[str, Any]) -> bool:
-        """The job was admitted and its body is about to run: record the phase and the first start."""
-        return self._fenced(SQL_START, claim, _Id, progress=Jsonb(progress)) is not None
+    def start(self, claim: Claim, progress: dict[str, Any], *, tx: Tx | None = None) -> bool:
+        """The job was admitted and its body is about to run: record the phase and the first start
+        (with ``tx``, in that unit of work: with the event it raises)."""
+        if tx is None:
+            return self._fenced(SQL_START, claim, _Id, progress=Jsonb(progress)) is not None
+        return (
+            tx.one(SQL_START, {"id": claim.job_id, "claims": claim.claims, "progress": Jsonb(progress)}, _Id)
+            is not None
+        )
 
     def save_checkpoint(self, claim: Claim, checkpoint: dict[str, Any], *, tx: Tx | None = None) -> bool:
         """Record how far the run got; False if another worker owns the row now.

@@ -398,6 +398,10 @@ class Settings(BaseSettings):
     # raised in one transaction, or replayed together), one after another in its slot,
     # so a run and its bookkeeping serve the batch; the undelivered are retried together.
     webhook_batch_size: int = Field(default=50, ge=1)
+    # An endpoint whose every attempt has failed for this long (since its first failure after a
+    # success) is disabled with reason `failing`; the other endpoints get webhook.endpoint.disabled
+    # and the staff a notification (5 days, as Svix).
+    webhook_disable_after_ms: int = Field(default=432_000_000, ge=0)
 
     # Throttled authentication (gatehouse.auth_throttle): AUTH_MAX_FAILURES failed bearer or console
     # sign-in attempts from one client address within a minute lock that address out for

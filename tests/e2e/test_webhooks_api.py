@@ -22,10 +22,13 @@ ENDPOINTS = f"{WEBHOOKS}/endpoints"
 DELIVERIES = f"{WEBHOOKS}/deliveries"
 LOOPBACK = "http://127.0.0.1:9/hook"  # allowlisted on the API below; never contacted
 PUBLIC = "https://93.184.216.34/hook"  # a literal public IP: parsed, never resolved or contacted
-ENDPOINT_FIELDS = {"endpointId", "url", "description", "eventTypes", "enabled", "disabledReason", "createdAt", "updatedAt"}  # fmt: skip
+ENDPOINT_FIELDS = {
+    "endpointId", "accountId", "url", "description", "eventTypes", "enabled", "disabledReason", "disabledAt",
+    "rateLimitPerSecond", "failingSince", "createdAt", "updatedAt",
+}  # fmt: skip
 DELIVERY_FIELDS = {
     "deliveryId", "webhookId", "endpointId", "eventType", "status", "attemptCount", "nextAttemptAt",
-    "createdAt", "deliveredAt", "jobId",
+    "createdAt", "deliveredAt", "jobId", "deadReason",
 }  # fmt: skip
 
 

@@ -403,6 +403,7 @@ def test_a_delivery_page_shows_its_payload_as_text_its_attempts_and_job(client, 
     assert "Товар обновлён" in html and event.id in html
     assert 'data-attempt="1"' in html and ">500<" in html and "12 ms" in html
     assert "down &lt;script&gt;" in html
+    assert 'data-dead-reason="exhausted"' in html  # why it is dead
     assert f'href="/console/jobs/{d.job_id}"' in html
     assert f'action="/console/webhooks/deliveries/{d.id}/replay"' in html
     assert page(client, cookie, f"/console/webhooks/deliveries/{uuid.uuid4()}", 404)

@@ -11,6 +11,7 @@ route and method (HEAD included, as gatehouse serves it wherever GET is):
   job) answers exactly what it answers for an account or job that does not
   exist — 404, the same body but for the id it sent — and nothing in it names
   the victim;
+- the victim's webhook endpoint, named under the attacker's own account, is not found either;
 - on a staff-only method (every ``/v1/admin/…``, ``/v1/accounts`` create, keys,
   users, ``/v1/me``, job retry/cancel), an account key is refused 403
   ``FORBIDDEN``;
@@ -81,6 +82,17 @@ class World:
         }
         # An id of nothing: what "does not exist" answers, to compare with.
         self.nobody = str(uuid.uuid4())
+        self.victim_endpoint = self.endpoint()
+
+    def endpoint(self) -> str:
+        """A webhook endpoint of the victim's own (a literal public IP: parsed, never contacted)."""
+        response = self.client.simulate_post(
+            f"/v1/accounts/{self.victim}/webhooks/endpoints",
+            json={"url": "https://93.184.216.34/victim-hook"},
+            headers=bearer(self.victim_key),
+        )
+        assert response.status_code == 201, response.text
+        return response.json["endpointId"]
 
     def path(self, template: str, *, account: str, job: str) -> str:
         def value(match: re.Match) -> str:
@@ -91,6 +103,8 @@ class World:
                 return job
             if name == "user_id":
                 return self.user
+            if name == "endpoint_id":
+                return self.victim_endpoint
             before = template[: match.start()].rstrip("/").rsplit("/", 1)[-1]
             if name == "name" and before in self.names:
                 return self.names[before]
@@ -104,7 +118,7 @@ class World:
         return self.client.simulate_request(method, path, headers=headers, json=body)
 
     def leaks(self, text_: str) -> list[str]:
-        secrets = [VICTIM_NAME, VICTIM_TOKEN, self.victim_job, self.victim_key]
+        secrets = [VICTIM_NAME, VICTIM_TOKEN, self.victim_job, self.victim_key, "victim-hook"]
         return [s for s in secrets if s in text_]
 
 
@@ -168,6 +182,8 @@ def test_every_route_keeps_one_account_out_of_another_and_account_keys_out_of_st
         assert not template.startswith("/v1/admin"), (method, template)
     assert {m for t, m in scoped} >= {"GET", "HEAD", "POST"}
     assert len(staff) > 50
+    # The victim's own calls may have deleted its endpoint: the attacker meets a live one
+    world.victim_endpoint = world.endpoint()
 
     before = snapshot(gh)
     failures = []
@@ -186,6 +202,15 @@ def test_every_route_keeps_one_account_out_of_another_and_account_keys_out_of_st
             or world.leaks(normalised)  # (the ids it sent come back, as they would for nothing)
         ):
             failures.append(("scoped", method, template, seen.status_code, seen.text[:200]))
+        # … nor reaches the victim's webhook endpoint through its own account's path
+        if "{endpoint_id" in template:
+            via_own = world.call(
+                method, world.path(template, account=world.attacker, job=world.nobody), world.attacker_key
+            )
+            if via_own.status_code != 404 or world.leaks(via_own.text):
+                failures.append(
+                    ("via own account", method, template, via_own.status_code, via_own.text[:200])
+                )
         # … and on its own account the attacker reads nothing of the victim either
         if method != "GET":
             continue

@@ -55,7 +55,7 @@ def test_the_worker_notes_a_429_pause_for_the_account(gh):
     account, ctx = claimed(gh)
     before = int(time.time() * 1000)
 
-    outcome = job_runtime(gh)._body(limited, ctx, started=True, limit_ms=60_000)
+    outcome = job_runtime(gh)._body(limited, ctx, IMPORT_USER_FEEDS, started=True, limit_ms=60_000)
 
     assert isinstance(outcome, rd.Paused) and outcome.phase == P.RATE_LIMITED
     [pause] = gh.pauses.recent(str(account))
@@ -73,7 +73,9 @@ def test_other_pauses_are_not_429s_and_are_not_noted(gh):
             "bucket", resume_at_ms=int(time.time() * 1000) + 500, phase=P.RATE_LIMITED, reason="bucket"
         )
 
-    assert isinstance(job_runtime(gh)._body(bucket_empty, ctx, started=True, limit_ms=60_000), rd.Paused)
+    assert isinstance(
+        job_runtime(gh)._body(bucket_empty, ctx, IMPORT_USER_FEEDS, started=True, limit_ms=60_000), rd.Paused
+    )
     assert gh.pauses.recent(str(account)) == []
 
 
@@ -82,7 +84,7 @@ def test_a_redis_that_fails_to_note_the_pause_does_not_fail_the_job(gh, caplog):
     dead = Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2, socket_timeout=0.2)
     runtime = job_runtime(dataclasses.replace(gh, pauses=pauses.AccountPauses(dead, prefix=gh.pauses.prefix)))
 
-    outcome = runtime._body(limited, ctx, started=True, limit_ms=60_000)
+    outcome = runtime._body(limited, ctx, IMPORT_USER_FEEDS, started=True, limit_ms=60_000)
 
     assert isinstance(outcome, rd.Paused) and outcome.reason == P.WB_429
     assert "could not be noted" in caplog.text

@@ -109,6 +109,7 @@ def test_a_name_that_turns_to_loopback_is_refused_and_nothing_connects(
         wh.uow,
         wh.webhooks,
         wh.webhook_slots,
+        wh.notifications,
         transport=lambda: transport,
         max_per_endpoint=4,
         timeout_ms=2_000,

@@ -808,6 +808,11 @@ def test_a_410_disables_the_endpoint_and_stops_its_waiting_deliveries_and_their_
     status = {d.id: d for d in deliveries(db)}
     assert {status[i].status for i in (answered_410, pending_a, pending_b, failed)} == {"dead"}
     assert (status[delivered].status, status[theirs].status) == ("delivered", "pending")
+    # … each saying why: the one that got the 410, and those it stopped
+    why = {r.id: r.dead_reason for r in db("SELECT id, dead_reason FROM webhook_deliveries")}
+    assert why[answered_410] == {"reason": "endpoint-gone", "attempt": 1, "statusCode": 410}
+    assert {why[i]["reason"] for i in (pending_a, pending_b, failed)} == {"endpoint-gone"}
+    assert e.disabled_at is not None
     jobs = db("SELECT id, state, error, progress FROM jobs")
     by_id = {j.id: j for j in jobs}
     for i in (pending_a, pending_b, failed):
@@ -818,6 +823,21 @@ def test_a_410_disables_the_endpoint_and_stops_its_waiting_deliveries_and_their_
     assert by_id[status[theirs].job_id].state == "waiting"
     # its queued attempts find nothing to send
     assert begin_run(wh, status[pending_a].job_id) == "already-dead"
+
+
+def test_failing_since_is_set_by_the_first_failed_run_after_a_success_and_cleared_by_a_success(wh, db):
+    ep = endpoint(wh)
+
+    def note(ok: bool):
+        with wh.uow.begin() as tx:
+            assert wh.webhooks.note_health(tx, ep, ok=ok) is None  # 5 days: not disabled
+        return wh.webhooks.get_endpoint(ep).failing_since
+
+    assert note(True) is None
+    first = note(False)
+    assert first is not None and note(False) == first  # every attempt failing since the first failure
+    assert note(True) is None
+    assert note(False) > first
 
 
 def test_a_replay_waits_for_a_transaction_holding_the_delivery_instead_of_refusing_it(wh, db):

@@ -56,7 +56,7 @@ def create_app(c: Components) -> falcon.App:
     jobs_read = jobs.JobViews(c.jobs, c.gate)
     gate_views = gates.GateViews(c.accounts, c.gate, c.pauses, c.hot, c.redis)
     bulk_views = bulk.BulkViews(c.bulk)
-    webhook_views = webhooks.WebhookViews(c.webhooks)
+    webhook_views = webhooks.WebhookViews(c.webhooks, c.accounts)
     webhook_actions = webhooks.WebhookActions(c.webhook_handlers)
     schedule_views = admin.ScheduleViews(schedules(s.schedules), c.schedule_runs, c.dispatcher, c.modules)
     overview_views = overview.OverviewViews(
@@ -128,6 +128,11 @@ def create_app(c: Components) -> falcon.App:
         "/v1/accounts/{account_id:uuid}/autobidder/sync": jobs.AutobidderSync(**create),
         "/v1/accounts/{account_id:uuid}/inventory/sync": jobs.InventorySync(**create),
         "/v1/accounts/{account_id:uuid}/jobs": jobs.AccountJobs(jobs_read, c.accounts),
+        **{
+            # An account's own endpoints: the admin resources, scoped by the path's account.
+            f"/v1/accounts/{{account_id:uuid}}/webhooks/endpoints{sub}": resource(*hooks, **body)
+            for sub, resource in webhooks.ENDPOINT_ROUTES.items()
+        },
         "/v1/jobs/{job_id:uuid}": jobs.JobStatus(jobs_read),
         "/v1/jobs/{job_id:uuid}/retry": jobs.JobRetry(c.job_handlers),
         "/v1/jobs/{job_id:uuid}/cancel": jobs.JobCancel(c.job_handlers),
@@ -163,14 +168,11 @@ def create_app(c: Components) -> falcon.App:
         "/v1/admin/price-lists/{price_list_id:uuid}": sweeps.PriceList(*sweep_parts, **body),
         "/v1/admin/rfqs": sweeps.Rfqs(*sweep_parts, **body),
         "/v1/admin/rfqs/{rfq_id:uuid}": sweeps.Rfq(*sweep_parts, **body),
-        "/v1/admin/webhooks/endpoints": webhooks.Endpoints(*hooks, **body),
+        **{
+            f"/v1/admin/webhooks/endpoints{sub}": resource(*hooks, **body)
+            for sub, resource in webhooks.ENDPOINT_ROUTES.items()
+        },
         "/v1/admin/webhooks/delivery-counts": webhooks.DeliveryCountsByEndpoint(*hooks, **body),
-        "/v1/admin/webhooks/endpoints/{endpoint_id:uuid}": webhooks.Endpoint(*hooks, **body),
-        "/v1/admin/webhooks/endpoints/{endpoint_id:uuid}/rotate-secret": webhooks.RotateSecret(
-            *hooks, **body
-        ),
-        "/v1/admin/webhooks/endpoints/{endpoint_id:uuid}/test": webhooks.SendTest(*hooks, **body),
-        "/v1/admin/webhooks/endpoints/{endpoint_id:uuid}/replay": webhooks.ReplayEndpoint(*hooks, **body),
         "/v1/admin/webhooks/deliveries": webhooks.Deliveries(*hooks, **body),
         "/v1/admin/webhooks/deliveries/{delivery_id:uuid}": webhooks.Delivery(*hooks, **body),
         "/v1/admin/webhooks/deliveries/{delivery_id:uuid}/replay": webhooks.ReplayDelivery(*hooks, **body),

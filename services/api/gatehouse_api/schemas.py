@@ -575,6 +575,7 @@ class AttributePatched(AttributeView):
 EventType = Literal[webhooks_store.EVENT_TYPES]  # type: ignore[valid-type]
 WebhookUrl = Annotated[str, StringConstraints(min_length=1, max_length=2_000)]
 Description = Annotated[str, StringConstraints(max_length=webhooks_store.DESCRIPTION_MAX, pattern=NO_NUL)]
+RateLimit = Annotated[int, Field(ge=1, le=1_000_000)]
 
 
 class CreateEndpoint(Body):
@@ -583,6 +584,9 @@ class CreateEndpoint(Body):
         default=None, description="the event types it receives; absent or null: every type"
     )
     description: Description = ""
+    rateLimitPerSecond: RateLimit | None = Field(
+        default=None, description="deliveries beyond it wait, spending no attempt; absent or null: no limit"
+    )
 
 
 class PatchEndpoint(Body):
@@ -592,15 +596,26 @@ class PatchEndpoint(Body):
     )
     enabled: bool = None
     description: Description = None
+    rateLimitPerSecond: RateLimit | None = Field(default=None, description="null: no limit")
 
 
 class EndpointView(Reply):
     endpointId: uuid.UUID
+    accountId: uuid.UUID | None = Field(
+        description="the account whose events it receives; null: an admin endpoint"
+    )
     url: str
     description: str
-    eventTypes: list[str] | None = Field(description="null: every type")
+    eventTypes: list[str] | None = Field(description="null: every type (of its account's, for an account's)")
     enabled: bool
-    disabledReason: str | None
+    disabledReason: str | None = Field(
+        description="failing, the endpoint answered 410 Gone, disabled by an admin"
+    )
+    disabledAt: datetime | None
+    rateLimitPerSecond: int | None
+    failingSince: datetime | None = Field(
+        description="since when every attempt has failed (null: the last succeeded)"
+    )
     createdAt: datetime
     updatedAt: datetime
 
@@ -650,6 +665,10 @@ class DeliveryView(Reply):
     jobId: uuid.UUID | None = Field(
         description="the job of its current series of attempts (GET /v1/jobs/{jobId})"
     )
+    deadReason: dict[str, Any] | None = Field(
+        description="why a dead delivery is dead: reason (exhausted, endpoint-gone, endpoint-disabled, "
+        "endpoint-failing) and what the last attempt got; null unless dead"
+    )
 
 
 class DeliveryDetail(DeliveryView):
@@ -660,6 +679,24 @@ class DeliveryDetail(DeliveryView):
 class DeliveryPage(Reply):
     items: list[DeliveryView]
     nextCursor: str | None
+
+
+class Latency(Reply):
+    p50: float | None
+    p95: float | None
+
+
+class LastFailure(Reply):
+    at: datetime
+    statusCode: int | None = None
+    error: str | None = None
+
+
+class EndpointStats(Reply):
+    successRate: float | None = Field(description="2xx answers / attempts, 0 to 1; null without attempts")
+    attempts: int = Field(description="finished attempts since `since`")
+    latencyMs: Latency
+    lastFailure: LastFailure | None
 
 
 class DeliveryCounts(Reply):

@@ -52,7 +52,7 @@ from gatehouse.accounts import Accounts
 from gatehouse.errors import JobPaused, PermanentJobError, RetryLater, RunTimeLimitExceeded, error_info
 from gatehouse.fanout import SKIP_STREAK_FIELD, SkipStreaks
 from gatehouse.gate import RedisGate, job_of, owner
-from gatehouse.job_types import JobType, Policies, RunTimeLimits, outcome_event
+from gatehouse.job_types import JobType, Policies, RunTimeLimits, announces, outcome_event, progress_event
 from gatehouse.jobs import Claim, JobMessage, JobStore, Outcome, datetime_to_ms
 from gatehouse.modules import ModuleStates, module_of_queue
 from gatehouse.uow import UnitOfWork
@@ -155,7 +155,13 @@ class JobRuntime(Middleware):
         try:
             facts, outcome = self._admit(job_type, ctx)
             if outcome is None:
-                outcome = self._body(body, ctx, started=not facts.gated, limit_ms=self.limits.of(job_type))
+                outcome = self._body(
+                    body,
+                    ctx,
+                    job_type,
+                    started=self._claim_starts(job_type),
+                    limit_ms=self.limits.of(job_type),
+                )
         finally:
             # The run is over: its next write is its last, so its leases need no renewal
             # (and a renewal racing that write must not take it for a lost lease).
@@ -188,7 +194,7 @@ class JobRuntime(Middleware):
 
     def _claim(self, job_type: JobType, job_id: str, number: int) -> Claim | None:
         try:
-            claim = self.rows.claim(uuid.UUID(job_id), number, start=not self._gated(job_type))
+            claim = self.rows.claim(uuid.UUID(job_id), number, start=self._claim_starts(job_type))
         except DB_DOWN:
             log.warning("cannot claim job %s: PostgreSQL unavailable; again in %d ms", job_id, CLAIM_RETRY_MS)
             self._put_back(job_type, job_id, number, CLAIM_RETRY_MS)
@@ -203,6 +209,10 @@ class JobRuntime(Middleware):
 
     def _gated(self, job_type: JobType) -> bool:
         return job_type.gate is not None and self.g.enabled
+
+    def _claim_starts(self, job_type: JobType) -> bool:
+        """Whether the claim records the start: no gate to pass, and no progress event to raise with it."""
+        return not self._gated(job_type) and not announces(job_type)
 
     def _admit(self, job_type: JobType, ctx: JobContext) -> tuple[rd.RunFacts, rd.Outcome | None]:
         """The gate (for gated types): the facts for the decision, and GateBusy when it must wait."""
@@ -248,12 +258,16 @@ class JobRuntime(Middleware):
         return replace(facts, holds_gate=True), None
 
     def _body(
-        self, body: Callable[[JobContext], Any], ctx: JobContext, *, started: bool, limit_ms: int
+        self,
+        body: Callable[[JobContext], Any],
+        ctx: JobContext,
+        job_type: JobType,
+        *,
+        started: bool,
+        limit_ms: int,
     ) -> rd.Outcome:
         # A job without a gate was started by its claim (one statement); an admitted one starts here.
-        if not started and not self._write(
-            lambda: self.jobs.start(ctx.claim, P.stored(P.RUNNING)), ctx.job.id
-        ):
+        if not started and not self._write(lambda: self._start(job_type, ctx), ctx.job.id):
             ctx.lost.set()
             return rd.Paused(current_millis(), P.WAITING_ACCOUNT, "lease-lost")
         try:
@@ -280,6 +294,18 @@ class JobRuntime(Middleware):
                 return self._overdue(ctx, limit_ms, exc)
             log.warning("job %s attempt %d failed", ctx.job.id, ctx.job.attempt, exc_info=True)
             return rd.Failed(error_info(exc))
+
+    def _start(self, job_type: JobType, ctx: JobContext) -> bool:
+        """Record the start; a job that announces its phase changes raises it in the same transaction."""
+        progress = P.stored(P.RUNNING)
+        event = progress_event(job_type, ctx.job, progress, attempt=ctx.job.attempt, was=ctx.job.progress)
+        if event is None:
+            return self.jobs.start(ctx.claim, progress)
+        with self.uow.begin() as tx:
+            started = self.jobs.start(ctx.claim, progress, tx=tx)
+            if started:
+                tx.publish(event)
+        return started
 
     def _overdue(self, ctx: JobContext, limit_ms: int, exc: Exception) -> rd.Outcome:
         how = "interrupted" if ctx.interrupted else f"stopped ({type(exc).__name__}: {exc})"
@@ -339,9 +365,14 @@ class JobRuntime(Middleware):
         extra = {"waitingSince": t.waiting_since_ms} if t.waiting_since_ms is not None else {}
         progress = P.stored(t.phase, resume_at_ms=t.eta_ms, reason=t.reason, **extra)
 
+        # A phase change a user job announces (wb.job.progress) is raised in the transaction that writes it.
+        event = progress_event(
+            job_type, job, progress, attempt=job.attempt + int(t.consumes_attempt), was=job.progress
+        )
+
         def reschedule() -> None:
-            with self.uow.autocommit() as tx:
-                self.jobs.reschedule(
+            with self.uow.begin() if event else self.uow.autocommit() as tx:
+                moved = self.jobs.reschedule(
                     tx,
                     claim,
                     eta_ms=t.eta_ms,
@@ -349,6 +380,8 @@ class JobRuntime(Middleware):
                     consume_attempt=t.consumes_attempt,
                     error=t.error,
                 )
+                if moved and event:
+                    tx.publish(event)
                 # The gate effect before the message goes out (at the end of the unit of work): a kept
                 # lease must be extended before the job can run again.
                 self._gate_effect(ctx, t.gate)

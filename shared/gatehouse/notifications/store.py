@@ -95,6 +95,15 @@ class NotificationStore:
         self.jobs.create(tx, NOTIFICATION_EMAIL, payload={"notificationId": str(notification_id)})
         return notification_id
 
+    def notify_staff(self, tx: Tx, *, kind: str, title: str, body: str, link: str | None = None) -> int:
+        """``notify`` every staff user (not removed) in ``tx``; returns how many were notified."""
+        staff = (
+            tx.conn.execute(text("SELECT id FROM users WHERE removed_at IS NULL ORDER BY id")).scalars().all()
+        )
+        for user_id in staff:
+            self.notify(tx, user_id=user_id, kind=kind, title=title, body=body, link=link)
+        return len(staff)
+
     def list_for_user(self, user_id: uuid.UUID, *, limit: int = 50) -> list[NotificationRecord]:
         """The user's notifications, newest first."""
         with self.engine.connect() as conn:

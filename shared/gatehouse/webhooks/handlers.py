@@ -10,6 +10,12 @@ transaction. If any failed, the run raises, so the runtime schedules the next
 attempt of the ones left on WEBHOOK_RETRY_SCHEDULE_MS; ``Retry-After`` on a
 429/503 pushes it later; 410 Gone disables the endpoint and stops the run. A
 delivery is ``failed`` while attempts are left and ``dead`` after the last.
+
+An endpoint with a rate limit sends only when its pace allows (gatehouse.webhooks.slots): a
+delivery beyond it is not sent, and the run waits for the next turn (JobPaused), spending no
+attempt. A run whose every attempt failed counts toward the endpoint's failing; past
+WEBHOOK_DISABLE_AFTER_MS of that the endpoint is disabled (``failing``), the other endpoints
+get ``webhook.endpoint.disabled`` and the staff a notification, in the run's transaction.
 """
 
 from __future__ import annotations
@@ -27,18 +33,21 @@ from dramatiq.common import current_millis
 from gatehouse import logs, metrics, traces
 from gatehouse import progress as P
 from gatehouse.errors import Conflict, JobPaused, PermanentJobError, RetryLater, ValidationFailed
+from gatehouse.events import Event
 from gatehouse.jobs import Accepted
-from gatehouse.uow import UnitOfWork
+from gatehouse.notifications import NotificationStore
+from gatehouse.uow import Tx, UnitOfWork
 from gatehouse.webhooks import sender, signing
 from gatehouse.webhooks.safety import origin
 from gatehouse.webhooks.slots import EndpointSlots
-from gatehouse.webhooks.store import Answer, Attempt, Created, Run, WebhookStore
+from gatehouse.webhooks.store import ENDPOINT_FAILING, FAILING, Answer, Attempt, Created, Run, WebhookStore
 from gatehouse.webhooks.tables import DeliveryRecord, EndpointRecord
 
 # An attempt that found every slot of its endpoint taken looks again after this long.
 SLOT_WAIT_MS = 1_000
 SLOT_MARGIN_MS = 30_000  # a slot outlives its request by this much, then frees itself
 GONE = "the endpoint answered 410 Gone"
+ENDPOINTS_PAGE = "/console/webhooks/endpoints"
 log = logging.getLogger(__name__)
 
 
@@ -79,21 +88,38 @@ class WebhookHandlers:
         uow: UnitOfWork,
         webhooks: WebhookStore,
         slots: EndpointSlots,
+        notifications: NotificationStore,
         *,
         transport: Callable[[], httpx.BaseTransport],
         max_per_endpoint: int,
         timeout_ms: int,
         attempts: int,
     ) -> None:
-        self.uow, self.webhooks, self.slots = uow, webhooks, slots
+        self.uow, self.webhooks, self.slots, self.notifications = uow, webhooks, slots, notifications
         self.transport = transport  # this process's one connection pool, made on first use
         self.max_per_endpoint, self.timeout_ms, self.attempts = max_per_endpoint, timeout_ms, attempts
 
     # -- endpoints -----------------------------------------------------------------
 
-    def create_endpoint(self, url: str, *, event_types: Sequence[str] | None, description: str) -> Created:
+    def create_endpoint(
+        self,
+        url: str,
+        *,
+        event_types: Sequence[str] | None,
+        description: str,
+        account_id: uuid.UUID | None = None,
+        rate_limit_per_second: int | None = None,
+    ) -> Created:
+        """An admin endpoint, or with ``account_id`` one of that account (its events only)."""
         with self.uow.begin() as tx:
-            return self.webhooks.create_endpoint(tx, url, event_types=event_types, description=description)
+            return self.webhooks.create_endpoint(
+                tx,
+                url,
+                event_types=event_types,
+                description=description,
+                account_id=account_id,
+                rate_limit_per_second=rate_limit_per_second,
+            )
 
     def update_endpoint(self, endpoint_id: uuid.UUID, **changes: Any) -> EndpointRecord:
         with self.uow.begin() as tx:
@@ -177,13 +203,48 @@ class WebhookHandlers:
         finally:
             slot.release()
 
-    def _end(self, run: Run, answered: list[tuple[Attempt, Answer, str]], **kwargs: Any) -> None:
+    def _end(self, run: Run, answered: list[tuple[Attempt, Answer, str]], **kwargs: Any) -> bool:
+        """Record the run; True if its failures disabled the endpoint (``failing``)."""
         with self.uow.begin() as tx:
             stopped = self.webhooks.end_run(tx, run, answered, **kwargs)
+            disabled = None
+            if answered and not kwargs.get("gone"):
+                ok = any(status == "delivered" for _, _, status in answered)
+                disabled = self.webhooks.note_health(tx, run.endpoint_id, ok=ok)
+                if disabled is not None:
+                    self._disabled_as_failing(tx, disabled)
         for _, answer, status in answered:
             metrics.WEBHOOK_ATTEMPTS.labels(outcome=attempt_outcome(answer, status)).inc()
         # The run's own dead attempts, and the waiting deliveries a 410 stopped with them.
         metrics.WEBHOOK_DEAD.inc(sum(status == "dead" for _, _, status in answered) + stopped)
+        return disabled is not None
+
+    def _disabled_as_failing(self, tx: Tx, endpoint: EndpointRecord) -> None:
+        """Tell the other endpoints (it is disabled already, so the outbox skips it) and the staff."""
+        where, since = origin(endpoint.url), endpoint.failing_since
+        tx.publish(
+            Event(
+                "webhook.endpoint.disabled",
+                {
+                    "endpointId": str(endpoint.id),
+                    "accountId": str(endpoint.account_id) if endpoint.account_id else None,
+                    "url": where,
+                    "reason": FAILING,
+                    "failingSince": since.isoformat() if since else None,
+                    "disabledAt": endpoint.disabled_at.isoformat() if endpoint.disabled_at else None,
+                },
+            )
+        )
+        self.notifications.notify_staff(
+            tx,
+            kind="webhook.endpoint.disabled",
+            title=f"Webhook wyłączony: {where}",
+            body=(
+                f"Endpoint {endpoint.id} ({where}) nie przyjął żadnej dostawy od {since:%Y-%m-%d %H:%M} UTC "
+                "i został wyłączony (failing). Po naprawie włącz go ponownie i odtwórz martwe dostawy."
+            ),
+            link=ENDPOINTS_PAGE,
+        )
 
     def _attempt(self, url: httpx.URL, attempt: Attempt, headers: dict[str, str]) -> Answer:
         """One POST of a delivery; with traces on, a span (the receiver's host only, as in the logs)."""
@@ -206,17 +267,24 @@ class WebhookHandlers:
         try:
             self.webhooks.check_url(run.url)
         except ValidationFailed as exc:
-            self._end(run, [(a, Answer(None, 0, error=f"refused: {exc}"), failed) for a in run.attempts])
+            refused = [(a, Answer(None, 0, error=f"refused: {exc}"), failed) for a in run.attempts]
+            if self._end(run, refused):
+                raise PermanentJobError("the endpoint is failing: disabled", code=ENDPOINT_FAILING) from None
             raise DeliveryFailed(f"the endpoint's URL is refused: {exc}") from None
         answered: list[tuple[Attempt, Answer, str]] = []
         left = list(run.attempts)
-        gone = None
+        gone = paced = None
+        disabled = False
         try:
             # What every attempt of the batch shares, prepared once: the URL parsed, the secrets decoded.
             url, signer = httpx.URL(run.url), signing.Signer(run.secrets)
             while left and gone is None:
                 ensure_held()
                 slot.keep()
+                if run.rate_limit_per_second and (
+                    paced := self.slots.pace(str(run.endpoint_id), run.rate_limit_per_second)
+                ):
+                    break  # the rest wait for the endpoint's pace, unsent: no attempt spent
                 current = left[0]
                 headers = signer.sign(current.message_id, datetime.now(UTC), current.body)
                 with logs.bound(delivery_id=current.delivery_id):
@@ -230,7 +298,7 @@ class WebhookHandlers:
                 else:
                     answered.append((current, answer, failed))
         finally:  # what was sent is recorded even when the run stops early (a lost lease or slot)
-            self._end(run, answered, unsent=left, gone=gone)
+            disabled = self._end(run, answered, unsent=left, gone=gone)
         failures = [answer for _, answer, status in answered if status != "delivered"]
         # One line per run (httpx's own line per request is off in workers: gatehouse_worker.wiring);
         # the URL as scheme and host: a receiver may put a token in its path or query.
@@ -241,6 +309,15 @@ class WebhookHandlers:
         )  # fmt: skip
         if gone:
             raise PermanentJobError(f"{GONE}: disabled", code="endpoint-gone")
+        if disabled:
+            raise PermanentJobError("the endpoint is failing: disabled", code=ENDPOINT_FAILING)
+        if paced and not failures:
+            raise JobPaused(
+                "the endpoint's rate limit is reached",
+                resume_at_ms=current_millis() + paced,
+                phase=P.WAITING_ENDPOINT,
+                reason="endpoint-rate-limited",
+            )
         if not failures:
             return {"sent": len(answered), "delivered": len(answered), "attempt": attempt}
         what = f"{len(failures)} of {len(answered)} attempts failed, the first: " + (

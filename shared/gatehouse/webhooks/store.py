@@ -63,14 +63,49 @@ EVENT_TYPES = (
     "wb.account.token_invalid",
     "wb.job.completed",
     "wb.job.failed",
+    "wb.job.progress",
+    "webhook.endpoint.disabled",
     "webhook.test",
 )
+# The events of one seller account (their data's accountId): all an account's own endpoint may receive
+# (webhook.endpoint.disabled: of another endpoint of its account).
+ACCOUNT_EVENT_TYPES = (
+    "wb.account.token_invalid",
+    "wb.job.completed",
+    "wb.job.failed",
+    "wb.job.progress",
+    "webhook.endpoint.disabled",
+)
+# Why a delivery is dead (dead_reason's "reason").
+EXHAUSTED, ENDPOINT_GONE, ENDPOINT_DISABLED, ENDPOINT_FAILING = (
+    "exhausted",
+    "endpoint-gone",
+    "endpoint-disabled",
+    "endpoint-failing",
+)
+FAILING = "failing"  # the disabled_reason of an endpoint disabled after WEBHOOK_DISABLE_AFTER_MS of failures
 DESCRIPTION_MAX = 500
 RESPONSE_EXCERPT_MAX = 2_000
 REPLAY_BATCH = 500
 SECRETS = Encrypted(
     "webhook_endpoints", (("secret", "secret_key_id"), ("previous_secret", "previous_secret_key_id"))
 )
+
+
+def dead_reason(reason: str, **details: Any) -> dict[str, Any]:
+    """What a dead delivery records of why it died: the reason and the details given (None left out)."""
+    return {"reason": reason, **{k: v for k, v in details.items() if v is not None}}
+
+
+@dataclass(frozen=True)
+class Stats:
+    """An endpoint's finished attempts since a time (one query on webhook_attempts)."""
+
+    attempts: int
+    succeeded: int
+    p50_ms: float | None
+    p95_ms: float | None
+    last_failure: tuple[datetime, int | None, str | None] | None  # at, status code, error
 
 
 @dataclass(frozen=True)
@@ -99,6 +134,7 @@ class Run:
     url: str
     secrets: tuple[str, ...]  # newest first
     attempts: tuple[Attempt, ...]
+    rate_limit_per_second: int | None
 
 
 @dataclass(frozen=True)
@@ -116,21 +152,26 @@ class Answer:
         return self.error is None and self.status_code is not None and 200 <= self.status_code < 300
 
 
-# One statement: the deliveries of the events (a JSON array of {id, type, payload}) to every
-# subscribed enabled endpoint (or to one endpoint: a test event), numbered per endpoint into
+# One statement: the deliveries of the events (a JSON array of {id, type, payload, account}) to every
+# subscribed enabled endpoint — an admin endpoint any event, an account's own endpoint only the events
+# of that account (``account``: the accountId of an ACCOUNT_EVENT_TYPES event) — (or to one endpoint:
+# a test event), numbered per endpoint into
 # batches of :batch_size, each batch with the id of its job; returns the batches, the endpoints
 # taking turns (first batches first), so the workers that take the first messages spread over
 # the endpoints instead of queueing for one endpoint's slots.
 OUTBOX = text(
     """
 WITH events AS (
-  SELECT ev->>'id' AS message_id, ev->>'type' AS type, ev->'payload' AS payload, n
+  SELECT ev->>'id' AS message_id, ev->>'type' AS type, ev->'payload' AS payload,
+    CAST(ev->>'account' AS uuid) AS account_id, n
   FROM jsonb_array_elements(CAST(:events AS jsonb)) WITH ORDINALITY AS listed(ev, n)
 ), targets AS MATERIALIZED (
   SELECT e.id AS endpoint_id, ev.message_id, ev.type, ev.payload, gen_random_uuid() AS delivery_id,
     (row_number() OVER (PARTITION BY e.id ORDER BY ev.n) - 1) / :batch_size AS batch
   FROM events AS ev JOIN webhook_endpoints AS e ON e.enabled AND CASE WHEN CAST(:endpoint_id AS uuid) IS NULL
-    THEN e.event_types IS NULL OR ev.type = ANY(e.event_types) ELSE e.id = CAST(:endpoint_id AS uuid) END
+    THEN (e.event_types IS NULL OR ev.type = ANY(e.event_types))
+      AND (e.account_id IS NULL OR e.account_id = ev.account_id)
+    ELSE e.id = CAST(:endpoint_id AS uuid) END
 ), batches AS MATERIALIZED (
   SELECT endpoint_id, batch, count(*) AS size, gen_random_uuid() AS job_id FROM targets GROUP BY 1, 2
 ), deliveries AS (
@@ -140,6 +181,8 @@ WITH events AS (
 )
 SELECT job_id, endpoint_id, size FROM batches ORDER BY batch, endpoint_id"""
 )
+# The endpoints an owner sees: an account its own; the admin (account_id NULL) every one.
+OWNED = "(CAST(:account_id AS uuid) IS NULL OR account_id = CAST(:account_id AS uuid))"
 # A new series of attempts for replayable deliveries, in batches per endpoint like the outbox's
 # (locked, so two replays make one series: the second waits for the first, then finds the
 # delivery pending). A batch replay skips rows in use.
@@ -167,15 +210,15 @@ END_ATTEMPTS = text(
     """
 WITH answers AS (
   SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:numbers AS int[]), CAST(:statuses AS text[]),
-    CAST(:codes AS int[]), CAST(:errors AS text[]), CAST(:ms AS int[]), CAST(:excerpts AS text[]))
-    AS v(id, n, status, code, error, ms, excerpt)
+    CAST(:codes AS int[]), CAST(:errors AS text[]), CAST(:ms AS int[]), CAST(:excerpts AS text[]),
+    CAST(:dead_reasons AS jsonb[])) AS v(id, n, status, code, error, ms, excerpt, dead_reason)
 ), recorded AS (
   UPDATE webhook_attempts AS a SET status_code = v.code, error = v.error, duration_ms = v.ms,
     response_excerpt = v.excerpt
   FROM answers AS v WHERE a.delivery_id = v.id AND a.attempt = v.n
 )
 UPDATE webhook_deliveries AS d SET status = v.status, updated_at = now(),
-  delivered_at = CASE WHEN v.status = 'delivered' THEN now() END
+  delivered_at = CASE WHEN v.status = 'delivered' THEN now() END, dead_reason = v.dead_reason
 FROM answers AS v WHERE d.id = v.id AND d.attempts = v.n
 """
 )
@@ -193,11 +236,26 @@ DELETE FROM webhook_attempts AS a USING back WHERE a.delivery_id = back.id AND a
 )
 BEGIN_RUN = text(
     "SELECT d.id, d.status, d.attempts, d.message_id, d.payload, e.id, e.url, e.enabled, "
-    "e.secret, e.previous_secret, e.previous_secret_until > now() "
+    "e.secret, e.previous_secret, e.previous_secret_until > now(), e.rate_limit_per_second "
     "FROM webhook_deliveries AS d JOIN webhook_endpoints AS e ON e.id = d.endpoint_id "
     "WHERE d.job_id = :job ORDER BY d.created_at, d.id FOR UPDATE OF d"
 )
 
+# An endpoint's finished attempts (answered or errored: not one in flight) since a time, in one
+# statement: count, successes (a 2xx), latency percentiles, and the newest failure.
+_FINISHED_ATTEMPTS = """
+  FROM webhook_attempts AS a JOIN webhook_deliveries AS d ON d.id = a.delivery_id
+  WHERE d.endpoint_id = :id AND a.at >= :since AND (a.status_code IS NOT NULL OR a.error IS NOT NULL)"""
+_OK = "a.error IS NULL AND a.status_code BETWEEN 200 AND 299"
+STATS = text(f"""
+WITH last_failure AS (
+  SELECT a.at, a.status_code, a.error {_FINISHED_ATTEMPTS} AND NOT ({_OK}) ORDER BY a.at DESC LIMIT 1
+)
+SELECT count(*), count(*) FILTER (WHERE {_OK}),
+  percentile_cont(0.5) WITHIN GROUP (ORDER BY a.duration_ms),
+  percentile_cont(0.95) WITHIN GROUP (ORDER BY a.duration_ms),
+  (SELECT at FROM last_failure), (SELECT status_code FROM last_failure), (SELECT error FROM last_failure)
+{_FINISHED_ATTEMPTS}""")
 
 # Retention (gatehouse.retention): delivered or dead deliveries last changed longer ago than their
 # retention (index webhook_deliveries_finished), with their attempts, in one statement; each by its
@@ -229,6 +287,7 @@ class WebhookStore:
         batch_size: int,
         first_delay_ms: int,
         rotation_grace_ms: int,
+        disable_after_ms: int,
     ) -> None:
         self.engine = engine
         self.jobs = jobs
@@ -238,6 +297,8 @@ class WebhookStore:
         # WEBHOOK_RETRY_SCHEDULE_MS[0] (scaled): the wait before a series' first attempt.
         self.first_delay_ms = first_delay_ms
         self.rotation_grace_ms = rotation_grace_ms
+        # WEBHOOK_DISABLE_AFTER_MS: an endpoint whose every attempt failed this long is disabled.
+        self.disable_after_ms = disable_after_ms
 
     # -- safety --------------------------------------------------------------------
 
@@ -249,7 +310,15 @@ class WebhookStore:
 
     def outbox(self, tx: Tx, events: Sequence[Event], endpoint_id: uuid.UUID | None = None) -> None:
         """Subscriber of the event bus: the events' deliveries and their jobs, in the caller's transaction."""
-        listed = [{"id": e.id, "type": e.type, "payload": e.payload()} for e in events]
+        listed = [
+            {
+                "id": e.id,
+                "type": e.type,
+                "payload": e.payload(),
+                "account": e.data.get("accountId") if e.type in ACCOUNT_EVENT_TYPES else None,
+            }
+            for e in events
+        ]
         batches = tx.conn.execute(
             OUTBOX, {"endpoint_id": endpoint_id, "events": json.dumps(listed), "batch_size": self.batch_size}
         ).all()
@@ -267,13 +336,15 @@ class WebhookStore:
     # -- endpoints -----------------------------------------------------------------
 
     @staticmethod
-    def _event_types(event_types: Sequence[str] | None) -> list[str] | None:
+    def _event_types(event_types: Sequence[str] | None, account_id: uuid.UUID | None) -> list[str] | None:
+        """The types as stored; an account's endpoint may name only its account's (null: all of those)."""
         if event_types is None:
             return None
-        unknown = sorted(set(event_types) - set(EVENT_TYPES))
+        allowed = ACCOUNT_EVENT_TYPES if account_id else EVENT_TYPES
+        unknown = sorted(set(event_types) - set(allowed))
         if unknown or not event_types:
             raise ValidationFailed(
-                f"eventTypes must be a non-empty list of {', '.join(EVENT_TYPES)} (or absent: every type); "
+                f"eventTypes must be a non-empty list of {', '.join(allowed)} (or absent: every type); "
                 f"unknown: {', '.join(unknown) or 'none'}",
                 field="eventTypes",
             )
@@ -288,40 +359,60 @@ class WebhookStore:
         return description
 
     def create_endpoint(
-        self, tx: Tx, url: str, *, event_types: Sequence[str] | None = None, description: str = ""
+        self,
+        tx: Tx,
+        url: str,
+        *,
+        event_types: Sequence[str] | None = None,
+        description: str = "",
+        account_id: uuid.UUID | None = None,
+        rate_limit_per_second: int | None = None,
     ) -> Created:
+        """An endpoint of ``account_id`` (its account's events only) or, with None, an admin endpoint."""
         self.check_url(url)
-        types = self._event_types(event_types)
+        types = self._event_types(event_types, account_id)
         secret, cipher = signing.new_secret(), self._cipher()
         row = tx.conn.execute(
             text(
-                "INSERT INTO webhook_endpoints (id, url, description, event_types, secret, secret_key_id) "
-                f"VALUES (:id, :url, :description, :event_types, :secret, :key_id) RETURNING {ENDPOINT_COLUMNS}"
+                "INSERT INTO webhook_endpoints (id, account_id, url, description, event_types, "
+                "rate_limit_per_second, secret, secret_key_id) VALUES (:id, :account_id, :url, :description, "
+                f":event_types, :rate, :secret, :key_id) RETURNING {ENDPOINT_COLUMNS}"
             ),
             {
                 "id": uuid.uuid4(),
+                "account_id": account_id,
                 "url": url,
                 "description": self._description(description),
                 "event_types": types,
+                "rate": rate_limit_per_second,
                 "secret": cipher.encrypt(secret),
                 "key_id": cipher.key_id,
             },
         ).one()
         return Created(EndpointRecord(*row), secret)
 
-    def list_endpoints(self) -> list[EndpointRecord]:
+    def list_endpoints(self, account_id: uuid.UUID | None = None) -> list[EndpointRecord]:
+        """Every endpoint (admin endpoints and the accounts'), or only ``account_id``'s."""
         with self.engine.connect() as conn:
             rows = conn.execute(
-                text(f"SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints ORDER BY created_at DESC, id DESC")
+                text(
+                    f"SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE {OWNED} "
+                    "ORDER BY created_at DESC, id DESC"
+                ),
+                {"account_id": account_id},
             )
             return [EndpointRecord(*row) for row in rows]
 
-    def get_endpoint(self, endpoint_id: uuid.UUID, conn: Connection | None = None) -> EndpointRecord:
-        sql = text(f"SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = :id")
+    def get_endpoint(
+        self, endpoint_id: uuid.UUID, conn: Connection | None = None, *, account_id: uuid.UUID | None = None
+    ) -> EndpointRecord:
+        """The endpoint; with ``account_id``, only if that account owns it (else 404, as if absent)."""
+        sql = text(f"SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = :id AND {OWNED}")
         if conn is None:
             with self.engine.connect() as own:
-                return self.get_endpoint(endpoint_id, own)
-        return EndpointRecord(*one_or_404(conn, sql, {"id": endpoint_id}, f"webhook endpoint {endpoint_id}"))
+                return self.get_endpoint(endpoint_id, own, account_id=account_id)
+        params = {"id": endpoint_id, "account_id": account_id}
+        return EndpointRecord(*one_or_404(conn, sql, params, f"webhook endpoint {endpoint_id}"))
 
     def update_endpoint(
         self,
@@ -333,9 +424,13 @@ class WebhookStore:
         all_event_types: bool = False,
         enabled: bool | None = None,
         description: str | None = None,
+        rate_limit_per_second: int | None = None,
+        no_rate_limit: bool = False,
     ) -> EndpointRecord:
-        """Edit; ``all_event_types`` subscribes to every type. Enabling clears the disabled reason."""
-        self.get_endpoint(endpoint_id, tx.conn)  # an unknown endpoint is 404 before its new URL is looked up
+        """Edit; ``all_event_types`` subscribes to every type, ``no_rate_limit`` lifts the rate limit.
+        Enabling clears the disabled reason and its time, and starts its failing anew."""
+        # An unknown endpoint is 404 before its new URL is looked up.
+        endpoint = self.get_endpoint(endpoint_id, tx.conn)
         sets, params = [], {"id": endpoint_id}
         if url is not None:
             self.check_url(url)
@@ -343,12 +438,20 @@ class WebhookStore:
             params["url"] = url
         if all_event_types or event_types is not None:
             sets.append("event_types = :event_types")
-            params["event_types"] = None if all_event_types else self._event_types(event_types)
+            params["event_types"] = (
+                None if all_event_types else self._event_types(event_types, endpoint.account_id)
+            )
+        if no_rate_limit or rate_limit_per_second is not None:
+            sets.append("rate_limit_per_second = :rate")
+            params["rate"] = rate_limit_per_second
         if description is not None:
             sets.append("description = :description")
             params["description"] = self._description(description)
         if enabled is not None:
-            sets.append("enabled = :enabled, disabled_reason = :reason")
+            sets.append(
+                "enabled = :enabled, disabled_reason = :reason, failing_since = NULL, "
+                "disabled_at = CASE WHEN :enabled THEN NULL ELSE coalesce(disabled_at, now()) END"
+            )
             params.update(enabled=enabled, reason=None if enabled else "disabled by an admin")
         row = tx.conn.execute(
             text(
@@ -537,16 +640,17 @@ class WebhookStore:
         live = [r for r in rows if r[1] not in REPLAYABLE]
         if not live:
             return "already-" + "-or-".join(sorted({r[1] for r in rows}))
-        endpoint_id, url, enabled, secret, previous, previous_live = rows[0][5:]
+        endpoint_id, url, enabled, secret, previous, previous_live, rate = rows[0][5:]
         ids = [r[0] for r in live]
         if not enabled:
             conn.execute(
                 text(
-                    "UPDATE webhook_deliveries SET status = 'dead', updated_at = now() WHERE id = ANY(:ids)"
+                    "UPDATE webhook_deliveries SET status = 'dead', dead_reason = :why, updated_at = now() "
+                    "WHERE id = ANY(:ids)"
                 ),
-                {"ids": ids},
+                {"ids": ids, "why": json.dumps(dead_reason(ENDPOINT_DISABLED))},
             )
-            return "endpoint-disabled"
+            return ENDPOINT_DISABLED
         conn.execute(
             text(
                 "WITH numbered AS (UPDATE webhook_deliveries SET status = 'delivering', "
@@ -565,7 +669,7 @@ class WebhookStore:
             )
             for d, was, n, message_id, payload, *_ in live
         )
-        return Run(job_id, endpoint_id, url, secrets, attempts)
+        return Run(job_id, endpoint_id, url, secrets, attempts, rate)
 
     def end_run(
         self,
@@ -597,6 +701,19 @@ class WebhookStore:
                     "excerpts": [
                         (answer.excerpt or "")[:RESPONSE_EXCERPT_MAX] or None for _, answer, _ in answered
                     ],
+                    "dead_reasons": [
+                        json.dumps(
+                            dead_reason(
+                                ENDPOINT_GONE if answer.status_code == 410 else EXHAUSTED,
+                                attempt=a.number,
+                                statusCode=answer.status_code,
+                                error=answer.error,
+                            )
+                        )
+                        if status == "dead"
+                        else None
+                        for a, answer, status in answered
+                    ],
                 },
             )
         if unsent:
@@ -612,25 +729,68 @@ class WebhookStore:
             return 0
         conn.execute(
             text(
-                "UPDATE webhook_endpoints SET enabled = false, disabled_reason = :reason, updated_at = now() "
-                "WHERE id = :id"
+                "UPDATE webhook_endpoints SET enabled = false, disabled_reason = :reason, disabled_at = now(), "
+                "updated_at = now() WHERE id = :id"
             ),
             {"id": run.endpoint_id, "reason": gone},
         )
-        stopped = conn.execute(
+        return self._stop(tx, run.endpoint_id, ENDPOINT_GONE, gone)
+
+    def _stop(self, tx: Tx, endpoint_id: uuid.UUID, reason: str, message: str) -> int:
+        """A just disabled endpoint's waiting deliveries: dead for ``reason``, their jobs failed; how many."""
+        stopped = tx.conn.execute(
             text(
-                "UPDATE webhook_deliveries SET status = 'dead', updated_at = now() "
+                "UPDATE webhook_deliveries SET status = 'dead', dead_reason = :why, updated_at = now() "
                 "WHERE endpoint_id = :id AND status IN ('pending', 'failed') RETURNING job_id"
             ),
-            {"id": run.endpoint_id},
+            {"id": endpoint_id, "why": json.dumps(dead_reason(reason))},
         ).all()
         self.jobs.cancel_many(
             tx,
             list({job_id for (job_id,) in stopped if job_id}),
-            error={"code": "endpoint-gone", "message": gone},
-            progress=P.stored(P.FAILED, reason="endpoint-gone"),
+            error={"code": reason, "message": message},
+            progress=P.stored(P.FAILED, reason=reason),
         )
         return len(stopped)
+
+    def note_health(self, tx: Tx, endpoint_id: uuid.UUID, *, ok: bool) -> EndpointRecord | None:
+        """A run's outcome for its endpoint's health; the endpoint if this disabled it as failing.
+
+        A success clears ``failing_since``; a run whose every attempt failed sets it (if unset) and,
+        once it is WEBHOOK_DISABLE_AFTER_MS old, disables the endpoint (reason ``failing``) and
+        stops its waiting deliveries (dead, ``endpoint-failing``). Writes nothing while the state holds.
+        """
+        params = {"id": endpoint_id, "ok": ok, "after_ms": self.disable_after_ms}
+        tx.conn.execute(
+            text(
+                "UPDATE webhook_endpoints SET failing_since = CASE WHEN :ok THEN NULL ELSE now() END "
+                "WHERE id = :id AND (failing_since IS NULL) = NOT :ok"
+            ),
+            params,
+        )
+        if ok:
+            return None
+        row = tx.conn.execute(
+            text(
+                "UPDATE webhook_endpoints SET enabled = false, disabled_reason = :reason, disabled_at = now(), "
+                "updated_at = now() WHERE id = :id AND enabled "
+                "AND failing_since <= now() - :after_ms * interval '1 millisecond' "
+                f"RETURNING {ENDPOINT_COLUMNS}"
+            ),
+            {**params, "reason": FAILING},
+        ).one_or_none()
+        if row is None:
+            return None
+        disabled = EndpointRecord(*row)
+        self._stop(tx, endpoint_id, ENDPOINT_FAILING, f"every attempt failed since {disabled.failing_since}")
+        return disabled
+
+    def stats(self, endpoint_id: uuid.UUID, since: datetime) -> Stats:
+        """Its finished attempts since ``since``: how many, how many succeeded, p50/p95 latency, the last failure."""
+        with self.engine.connect() as conn:
+            row = conn.execute(STATS, {"id": endpoint_id, "since": since}).one()
+        attempts, succeeded, p50, p95, failed_at, code, error = row
+        return Stats(attempts, succeeded, p50, p95, (failed_at, code, error) if failed_at else None)
 
     # -- secrets at rest ---------------------------------------------------------------
 

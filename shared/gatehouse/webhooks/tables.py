@@ -148,11 +148,15 @@ class WebhookAttempt(SQLModel, table=True):
 @dataclass(frozen=True)
 class EndpointRecord:
     id: uuid.UUID
+    account_id: uuid.UUID | None  # None: an admin endpoint
     url: str
     description: str
     event_types: list[str] | None
     enabled: bool
     disabled_reason: str | None
+    disabled_at: datetime | None
+    rate_limit_per_second: int | None
+    failing_since: datetime | None
     created_at: datetime
     updated_at: datetime
 
@@ -173,6 +177,7 @@ class DeliveryRecord:
     created_at: datetime
     updated_at: datetime
     delivered_at: datetime | None
+    dead_reason: dict[str, Any] | None
     # From the current series' job row: when the next attempt is due (NULL: none scheduled).
     next_attempt_at: datetime | None
 

@@ -1,18 +1,26 @@
-"""Webhooks admin (the view Webhooks → Deliveries): endpoints, their deliveries with attempts, replays."""
+"""Webhooks: endpoints, their deliveries with attempts, replays, health (the view Webhooks → Deliveries).
+
+The endpoint routes serve two owners with one code: ``/v1/admin/webhooks/endpoints…`` (staff: every
+endpoint; one created there is an admin endpoint, receiving any event it subscribes to) and
+``/v1/accounts/{accountId}/webhooks/endpoints…`` (that account's key, or staff: only the account's
+endpoints, which receive only its events). Another account's endpoint is not found (404).
+"""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 import falcon
+from falcon import Request, Response
 
+from gatehouse.accounts import Accounts
 from gatehouse.paging import instant
 from gatehouse.webhooks.handlers import WebhookHandlers
 from gatehouse.webhooks.store import EVENT_TYPES, WebhookStore
 from gatehouse.webhooks.tables import STATUSES, AttemptRecord, DeliveryRecord, EndpointRecord
-from gatehouse_api.auth import require_admin
+from gatehouse_api.auth import require_account, require_admin
 from gatehouse_api.body import read_json
 from gatehouse_api.openapi import contract, page_params, query
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit, uuid_param
@@ -26,22 +34,32 @@ from gatehouse_api.schemas import (
     DeliveryView,
     EndpointCreated,
     EndpointList,
+    EndpointStats,
     EndpointView,
+    LastFailure,
+    Latency,
     PatchEndpoint,
     ReplayQueued,
     SecretRotated,
     TestSent,
 )
 
+# The account of an account's endpoint route (/v1/accounts/{accountId}/webhooks/…); None on the admin's.
+Owner = uuid.UUID | None
+
 
 def endpoint_view(e: EndpointRecord) -> dict:
     return EndpointView(
         endpointId=e.id,
+        accountId=e.account_id,
         url=e.url,
         description=e.description,
         eventTypes=e.event_types,
         enabled=e.enabled,
         disabledReason=e.disabled_reason,
+        disabledAt=e.disabled_at,
+        rateLimitPerSecond=e.rate_limit_per_second,
+        failingSince=e.failing_since,
         createdAt=e.created_at,
         updatedAt=e.updated_at,
     ).model_dump(mode="json")
@@ -59,6 +77,7 @@ def delivery_fields(d: DeliveryRecord) -> dict:
         createdAt=d.created_at,
         deliveredAt=d.delivered_at,
         jobId=d.job_id,
+        deadReason=d.dead_reason,
     )
 
 
@@ -76,16 +95,36 @@ def attempt_view(a: AttemptRecord) -> AttemptView:
 class WebhookViews:
     """Endpoints and deliveries as the API and the console show them (the read side of gatehouse.webhooks)."""
 
-    def __init__(self, webhooks: WebhookStore) -> None:
-        self.webhooks = webhooks
+    def __init__(self, webhooks: WebhookStore, accounts: Accounts) -> None:
+        self.webhooks, self.accounts = webhooks, accounts
 
-    def endpoint(self, endpoint_id: uuid.UUID) -> dict:
-        return endpoint_view(self.webhooks.get_endpoint(endpoint_id))
+    def owned(self, account_id: Owner, endpoint_id: uuid.UUID | None = None) -> None:
+        """The account exists and, given, the endpoint is its own (with None: any endpoint); else 404."""
+        if account_id is not None:
+            self.accounts.get(account_id)
+        if endpoint_id is not None:
+            self.webhooks.get_endpoint(endpoint_id, account_id=account_id)
 
-    def endpoints(self) -> dict:
-        return EndpointList(items=[endpoint_view(e) for e in self.webhooks.list_endpoints()]).model_dump(
-            mode="json"
-        )
+    def endpoint(self, endpoint_id: uuid.UUID, account_id: Owner = None) -> dict:
+        return endpoint_view(self.webhooks.get_endpoint(endpoint_id, account_id=account_id))
+
+    def endpoints(self, account_id: Owner = None) -> dict:
+        """Every endpoint, or one account's."""
+        found = self.webhooks.list_endpoints(account_id)
+        return EndpointList(items=[endpoint_view(e) for e in found]).model_dump(mode="json")
+
+    def stats(self, endpoint_id: uuid.UUID, since: datetime | None) -> dict:
+        """Its attempts since ``since`` (default: the last 24 hours)."""
+        st = self.webhooks.stats(endpoint_id, since or datetime.now(UTC) - timedelta(hours=24))
+        failure = st.last_failure
+        return EndpointStats(
+            successRate=st.succeeded / st.attempts if st.attempts else None,
+            attempts=st.attempts,
+            latencyMs=Latency(p50=st.p50_ms, p95=st.p95_ms),
+            lastFailure=LastFailure(at=failure[0], statusCode=failure[1], error=failure[2])
+            if failure
+            else None,
+        ).model_dump(mode="json")
 
     def counts(self) -> dict:
         """Every endpoint's deliveries by status (one grouped query)."""
@@ -146,33 +185,56 @@ class WebhookActions:
 
 
 class _Resource:
+    """Serves ``/v1/admin/webhooks/…`` (no ``account_id``) and, for the endpoint routes, the same under
+    ``/v1/accounts/{accountId}/webhooks/…``."""
+
     def __init__(self, views: WebhookViews, actions: WebhookActions, *, max_body_bytes: int) -> None:
         self.views, self.actions, self.max_body_bytes = views, actions, max_body_bytes
+
+    def owner(self, req: Request, account_id: Owner, endpoint_id: uuid.UUID | None = None) -> None:
+        """Staff on the admin path; the account's key (or staff) on its path, on its own endpoints only."""
+        if account_id is None:
+            require_admin(req)
+        else:
+            require_account(req, account_id)
+        self.views.owned(account_id, endpoint_id)
+
+
+def endpoint_path(account_id: Owner, endpoint_id: uuid.UUID) -> str:
+    base = f"/v1/accounts/{account_id}/webhooks" if account_id else "/v1/admin/webhooks"
+    return f"{base}/endpoints/{endpoint_id}"
 
 
 class Endpoints(_Resource):
     @contract(
-        "Add an endpoint; its whsec_ secret is shown only in this answer",
+        "Add an endpoint (under an account: one receiving only its events); its whsec_ secret is shown "
+        "only in this answer",
         (201, EndpointCreated, "created"),
-        (400, 401, 403, 413, 415, 422),
+        (400, 401, 403, 404, 413, 415, 422),
         body=(CreateEndpoint, True),
     )
-    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        require_admin(req)
+    def on_post(self, req: Request, resp: Response, account_id: Owner = None) -> None:
+        self.owner(req, account_id)
         body = read_json(req, CreateEndpoint, max_bytes=self.max_body_bytes)
         created = self.actions.handlers.create_endpoint(
-            body.url, event_types=body.eventTypes, description=body.description
+            body.url,
+            event_types=body.eventTypes,
+            description=body.description,
+            account_id=account_id,
+            rate_limit_per_second=body.rateLimitPerSecond,
         )
         resp.status = 201
-        resp.location = f"/v1/admin/webhooks/endpoints/{created.endpoint.id}"
+        resp.location = endpoint_path(account_id, created.endpoint.id)
         resp.media = EndpointCreated(**endpoint_view(created.endpoint), secret=created.secret).model_dump(
             mode="json"
         )
 
-    @contract("List endpoints", (200, EndpointList, "every endpoint"), (401, 403))
-    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        require_admin(req)
-        resp.media = self.views.endpoints()
+    @contract(
+        "List endpoints (under an account: its own)", (200, EndpointList, "the endpoints"), (401, 403, 404)
+    )
+    def on_get(self, req: Request, resp: Response, account_id: Owner = None) -> None:
+        self.owner(req, account_id)
+        resp.media = self.views.endpoints(account_id)
 
 
 class DeliveryCountsByEndpoint(_Resource):
@@ -188,18 +250,20 @@ class DeliveryCountsByEndpoint(_Resource):
 
 class Endpoint(_Resource):
     @contract("Read an endpoint", (200, EndpointView, "the endpoint"), (401, 403, 404))
-    def on_get(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
-        require_admin(req)
-        resp.media = self.views.endpoint(endpoint_id)
+    def on_get(self, req: Request, resp: Response, endpoint_id: uuid.UUID, account_id: Owner = None) -> None:
+        self.owner(req, account_id)
+        resp.media = self.views.endpoint(endpoint_id, account_id)
 
     @contract(
-        "Edit an endpoint (url, eventTypes, enabled, description)",
+        "Edit an endpoint (url, eventTypes, enabled, description, rateLimitPerSecond)",
         (200, EndpointView, "the endpoint as changed"),
         (400, 401, 403, 404, 413, 415, 422),
         body=(PatchEndpoint, True),
     )
-    def on_patch(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
-        require_admin(req)
+    def on_patch(
+        self, req: Request, resp: Response, endpoint_id: uuid.UUID, account_id: Owner = None
+    ) -> None:
+        self.owner(req, account_id, endpoint_id)
         body = read_json(req, PatchEndpoint, max_bytes=self.max_body_bytes)
         given = body.model_fields_set
         resp.media = endpoint_view(
@@ -210,14 +274,30 @@ class Endpoint(_Resource):
                 all_event_types="eventTypes" in given and body.eventTypes is None,
                 enabled=body.enabled,
                 description=body.description,
+                rate_limit_per_second=body.rateLimitPerSecond,
+                no_rate_limit="rateLimitPerSecond" in given and body.rateLimitPerSecond is None,
             )
         )
 
     @contract("Delete an endpoint and its deliveries", (204, None, "deleted"), (401, 403, 404))
-    def on_delete(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
-        require_admin(req)
+    def on_delete(
+        self, req: Request, resp: Response, endpoint_id: uuid.UUID, account_id: Owner = None
+    ) -> None:
+        self.owner(req, account_id, endpoint_id)
         self.actions.handlers.delete_endpoint(endpoint_id)
         resp.status = 204
+
+
+class EndpointHealth(_Resource):
+    @contract(
+        "An endpoint's success rate, attempts, latency and last failure since a time (default: 24 h ago)",
+        (200, EndpointStats, "its finished attempts since `since`"),
+        (401, 403, 404, 422),
+        params=[query("since", format="date-time")],
+    )
+    def on_get(self, req: Request, resp: Response, endpoint_id: uuid.UUID, account_id: Owner = None) -> None:
+        self.owner(req, account_id, endpoint_id)
+        resp.media = self.views.stats(endpoint_id, instant(req.get_param("since"), "since"))
 
 
 class RotateSecret(_Resource):
@@ -226,18 +306,19 @@ class RotateSecret(_Resource):
         (200, SecretRotated, "the new secret, shown once"),
         (401, 403, 404),
     )
-    def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
-        require_admin(req)
+    def on_post(self, req: Request, resp: Response, endpoint_id: uuid.UUID, account_id: Owner = None) -> None:
+        self.owner(req, account_id, endpoint_id)
         resp.media = self.actions.rotate_secret(endpoint_id)
 
 
 class SendTest(_Resource):
     @contract("Send a webhook.test event to this endpoint", (202, TestSent, "queued"), (401, 403, 404, 409))
-    def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
-        require_admin(req)
+    def on_post(self, req: Request, resp: Response, endpoint_id: uuid.UUID, account_id: Owner = None) -> None:
+        self.owner(req, account_id, endpoint_id)
         sent = self.actions.send_test(endpoint_id)
         resp.status = 202
-        resp.location = f"/v1/admin/webhooks/deliveries/{sent['deliveryId']}"
+        if account_id is None:  # an account's key reads its deliveries at its receiver
+            resp.location = f"/v1/admin/webhooks/deliveries/{sent['deliveryId']}"
         resp.media = sent
 
 
@@ -254,8 +335,8 @@ class ReplayEndpoint(_Resource):
         notes={409: "ENDPOINT_DISABLED: the endpoint is disabled (enable it first)"},
         params=[query("since", format="date-time")],
     )
-    def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
-        require_admin(req)
+    def on_post(self, req: Request, resp: Response, endpoint_id: uuid.UUID, account_id: Owner = None) -> None:
+        self.owner(req, account_id, endpoint_id)
         queued = self.actions.replay_since(endpoint_id, instant(req.get_param("since"), "since"))
         resp.status = 202
         resp.location = f"/v1/jobs/{queued['jobId']}"
@@ -298,3 +379,14 @@ class ReplayDelivery(_Resource):
         resp.status = 202
         resp.location = f"/v1/admin/webhooks/deliveries/{delivery_id}"
         resp.media = replayed
+
+
+# The endpoint routes, each under /v1/admin/webhooks/endpoints and /v1/accounts/{accountId}/webhooks/endpoints.
+ENDPOINT_ROUTES: dict[str, type[_Resource]] = {
+    "": Endpoints,
+    "/{endpoint_id:uuid}": Endpoint,
+    "/{endpoint_id:uuid}/rotate-secret": RotateSecret,
+    "/{endpoint_id:uuid}/test": SendTest,
+    "/{endpoint_id:uuid}/replay": ReplayEndpoint,
+    "/{endpoint_id:uuid}/stats": EndpointHealth,
+}
