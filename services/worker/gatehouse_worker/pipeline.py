@@ -352,11 +352,15 @@ class JobRuntime(Middleware):
 
     def _finish(self, job_type: JobType, claim: Claim, state: str, progress: dict, t: rd.Transition) -> None:
         """The outcome; a type that emits raises its event in the same transaction (a retried write starts afresh)."""
+        ended = FINISHED[t.kind]  # the attempt record's outcome: completed, skipped or failed
         if not job_type.emits:  # one statement: batched with the other threads' outcomes
-            self.rows.finish(Outcome(claim, state, progress, t.result, t.error))
+            self.rows.finish(Outcome(claim, state, progress, t.result, t.error, ended))
             return
         with self.uow.begin() as tx:
-            if self.jobs.finish(tx, claim, state=state, progress=progress, result=t.result, error=t.error):
+            finished = self.jobs.finish(
+                tx, claim, state=state, progress=progress, result=t.result, error=t.error, ended=ended
+            )
+            if finished:
                 tx.publish(
                     outcome_event(job_type, claim.job, FINISHED[t.kind], result=t.result, error=t.error)
                 )
