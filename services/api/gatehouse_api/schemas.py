@@ -605,6 +605,13 @@ class DeliveryView(Reply):
     jobId: uuid.UUID | None = Field(
         description="the job of its current series of attempts (GET /v1/jobs/{jobId})"
     )
+    deadReason: dict[str, Any] | None = Field(
+        default=None,
+        description="why it is dead (null unless dead): `kind` `last-attempt` or `gone` (its last attempt "
+        "failed, or answered 410) with `attempt`, `statusCode`, `error`, `at`; `endpoint-gone` (another "
+        "delivery's 410 disabled the endpoint) with `byDelivery`, `endpointDisabledAt`; "
+        "`endpoint-disabled` (its endpoint was off when its attempt was due) with `reason`, `at`",
+    )
 
 
 class DeliveryDetail(DeliveryView):

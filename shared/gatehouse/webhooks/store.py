@@ -156,12 +156,15 @@ WITH chosen AS MATERIALIZED (
   SELECT endpoint_id, batch, count(*) AS size, gen_random_uuid() AS job_id FROM numbered GROUP BY 1, 2
 ), moved AS (
   UPDATE webhook_deliveries AS d SET status = 'pending', job_id = b.job_id, delivered_at = NULL,
-    updated_at = now()
+    dead_reason = NULL, updated_at = now()
   FROM numbered AS n JOIN batches AS b USING (endpoint_id, batch) WHERE d.id = n.delivery_id
 )
 SELECT job_id, endpoint_id, size FROM batches ORDER BY batch, endpoint_id"""
 # A run's answers: each attempt's row, and its delivery's status unless a later attempt began
-# since (a run that lost its lease to another records what it sent, and moves nothing).
+# since (a run that lost its lease to another records what it sent, and moves nothing). A delivery
+# that dies says why in ``dead_reason``: its last attempt failed (``last-attempt``) or answered
+# 410 (``gone``), with the attempt's number, status code and error; the deliveries its endpoint's
+# 410 stopped say ``endpoint-gone`` (end_run), those of a disabled endpoint ``endpoint-disabled``.
 END_ATTEMPTS = text(
     """
 WITH answers AS (
@@ -174,7 +177,10 @@ WITH answers AS (
   FROM answers AS v WHERE a.delivery_id = v.id AND a.attempt = v.n
 )
 UPDATE webhook_deliveries AS d SET status = v.status, updated_at = now(),
-  delivered_at = CASE WHEN v.status = 'delivered' THEN now() END
+  delivered_at = CASE WHEN v.status = 'delivered' THEN now() END,
+  dead_reason = CASE WHEN v.status = 'dead' THEN jsonb_build_object(
+    'kind', CASE WHEN v.code = 410 THEN 'gone' ELSE 'last-attempt' END,
+    'attempt', v.n, 'statusCode', v.code, 'error', v.error, 'at', now()) END
 FROM answers AS v WHERE d.id = v.id AND d.attempts = v.n
 """
 )
@@ -541,9 +547,12 @@ class WebhookStore:
         if not enabled:
             conn.execute(
                 text(
-                    "UPDATE webhook_deliveries SET status = 'dead', updated_at = now() WHERE id = ANY(:ids)"
+                    "UPDATE webhook_deliveries SET status = 'dead', updated_at = now(), "
+                    "dead_reason = jsonb_build_object('kind', 'endpoint-disabled', 'reason', "
+                    "(SELECT disabled_reason FROM webhook_endpoints WHERE id = :endpoint), 'at', now()) "
+                    "WHERE id = ANY(:ids)"
                 ),
-                {"ids": ids},
+                {"ids": ids, "endpoint": endpoint_id},
             )
             return "endpoint-disabled"
         conn.execute(
@@ -616,12 +625,16 @@ class WebhookStore:
             ),
             {"id": run.endpoint_id, "reason": gone},
         )
+        # The delivery whose 410 disabled the endpoint, named on each one it stopped.
+        by = next(a.delivery_id for a, answer, _ in answered if answer.status_code == 410)
         stopped = conn.execute(
             text(
-                "UPDATE webhook_deliveries SET status = 'dead', updated_at = now() "
+                "UPDATE webhook_deliveries SET status = 'dead', updated_at = now(), "
+                "dead_reason = jsonb_build_object('kind', 'endpoint-gone', 'byDelivery', "
+                "CAST(:by AS text), 'endpointDisabledAt', now()) "
                 "WHERE endpoint_id = :id AND status IN ('pending', 'failed') RETURNING job_id"
             ),
-            {"id": run.endpoint_id},
+            {"id": run.endpoint_id, "by": str(by)},
         ).all()
         self.jobs.cancel_many(
             tx,

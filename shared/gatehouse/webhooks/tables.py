@@ -161,6 +161,8 @@ class DeliveryRecord:
     created_at: datetime
     updated_at: datetime
     delivered_at: datetime | None
+    # Why it is dead (gatehouse.webhooks.store: DEAD_* below); NULL unless dead.
+    dead_reason: dict[str, Any] | None
     # From the current series' job row: when the next attempt is due (NULL: none scheduled).
     next_attempt_at: datetime | None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 
 import falcon
 
@@ -12,7 +13,7 @@ from gatehouse.accounts import Accounts
 from gatehouse.errors import NotFound
 from gatehouse.handlers import JobHandlers
 from gatehouse.job_types import AUTOBIDDER_SYNC_USER, IMPORT_KINDS, INVENTORY_SYNC_USER, REGISTRY, JobType
-from gatehouse.jobs import JobRecord, JobStore
+from gatehouse.jobs import AttemptRecord, FinishedCount, JobRecord, JobStore
 from gatehouse.models import STATES, TIERS
 from gatehouse.paging import instant
 from gatehouse_api.auth import principal, require_account, require_admin
@@ -20,6 +21,11 @@ from gatehouse_api.body import read_json
 from gatehouse_api.openapi import contract, page_params, query
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit, uuid_param
 from gatehouse_api.schemas import ImportRequest, JobAccepted, JobPage, JobView, SyncRequest
+
+
+def queues() -> set[str]:
+    """The queues of the declared job types (a list's queue filter takes these)."""
+    return {t.queue for t in REGISTRY.values()}
 
 
 def job_view(job: JobRecord) -> dict:
@@ -53,6 +59,12 @@ class JobViews:
     def get(self, job_id: uuid.UUID) -> JobRecord:
         return self.jobs.require(job_id)
 
+    def attempts(self, job_id: uuid.UUID) -> list[AttemptRecord]:
+        return self.jobs.attempts(job_id)
+
+    def finished_counts(self, since: datetime, bucket_s: int) -> list[FinishedCount]:
+        return self.jobs.finished_counts(since, bucket_s)
+
     def recent(self, account_id: uuid.UUID, *, limit: int) -> list[JobRecord]:
         return self.jobs.list_jobs(account_id=account_id, limit=limit)
 
@@ -60,7 +72,7 @@ class JobViews:
         self, param: Callable[[str], str | None], *, limit: int, account_id: uuid.UUID | None = None
     ) -> dict:
         """A page (JobPage) of jobs newest first (one account's, with ``account_id``), by ``param``'s
-        state, phase, type, tier, accountId, createdAfter, createdBefore and cursor."""
+        state, phase, type, tier, queue, accountId, createdAfter, createdBefore, finishedAfter and cursor."""
         cursor = param("cursor")
         jobs = self.jobs.list_jobs(
             account_id=account_id or uuid_param(param("accountId"), "accountId"),
@@ -68,8 +80,10 @@ class JobViews:
             phase=choice(param("phase"), "phase", progress.PHASES),
             type=choice(param("type"), "type", set(REGISTRY)),
             tier=choice(param("tier"), "tier", TIERS),
+            queue=choice(param("queue"), "queue", queues()),
             created_after=instant(param("createdAfter"), "createdAfter"),
             created_before=instant(param("createdBefore"), "createdBefore"),
+            finished_after=instant(param("finishedAfter"), "finishedAfter"),
             limit=limit + 1,
             before=decode_cursor(cursor) if cursor else None,
         )
@@ -243,9 +257,11 @@ class AdminJobs:
             query("phase", "progress.phase", enum=list(progress.PHASES)),
             query("type", enum=sorted(REGISTRY)),
             query("tier", enum=list(TIERS)),
+            query("queue", enum=sorted(queues())),
             query("accountId", format="uuid"),
             query("createdAfter", "ISO 8601, inclusive (no offset: UTC)", format="date-time"),
             query("createdBefore", "ISO 8601, exclusive (no offset: UTC)", format="date-time"),
+            query("finishedAfter", "ISO 8601, inclusive (no offset: UTC)", format="date-time"),
         ),
     )
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:

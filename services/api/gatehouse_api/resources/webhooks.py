@@ -59,6 +59,7 @@ def delivery_fields(d: DeliveryRecord) -> dict:
         createdAt=d.created_at,
         deliveredAt=d.delivered_at,
         jobId=d.job_id,
+        deadReason=d.dead_reason,
     )
 
 
