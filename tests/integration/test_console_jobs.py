@@ -291,3 +291,59 @@ def test_a_job_page_takes_a_row_written_by_older_code(client, cookie, gh, sql):
     )
     html = page(client, cookie, f"/console/jobs/{job.id}")
     assert "wb-error" in html and 'action="/console/jobs/' + str(job.id) + '/retry"' in html
+
+
+def test_the_throughput_page_counts_and_draws_each_types_finished_jobs_by_hour_and_day(client, cookie, sql):
+    def finished(job_type, state: str, minutes_ago: int, n: int = 1) -> None:
+        sql(
+            "INSERT INTO jobs (id, type, queue, tier, state, max_attempts, payload, created_at, finished_at) "
+            "SELECT gen_random_uuid(), :type, :queue, 'user', :state, 1, '{}'::jsonb, at, at "
+            "FROM generate_series(1, :n), LATERAL (SELECT now() - :ago * interval '1 minute' AS at) AS t",
+            type=job_type.name,
+            queue=job_type.queue,
+            state=state,
+            ago=minutes_ago,
+            n=n,
+        )
+
+    a, b = IMPORT_USER_REPORT, IMPORT_USER_FEEDS
+    finished(a, "completed", 1, n=3)
+    finished(a, "failed", 1)
+    finished(a, "completed", 180, n=2)
+    finished(a, "failed", 30 * 60)  # older than a day: in neither
+    finished(b, "failed", 90)
+
+    html = page(client, cookie, "/console/throughput")
+    assert "<script" not in html.split("<main", 1)[1]  # drawn on the server
+
+    def window(key: str) -> dict[str, tuple[int, int, list[tuple[int, int, str, str]]]]:
+        section = html.split(f'id="throughput-{key}"', 1)[1].split("</section>", 1)[0]
+        rows = re.findall(
+            r'<tr data-type="([^"]+)" data-completed="(\d+)" data-failed="(\d+)">(.*?)</tr>', section, re.S
+        )
+        return {
+            t: (
+                int(done),
+                int(failed),
+                [
+                    (int(d), int(f), ch, fh)
+                    for d, f, ch, fh in re.findall(
+                        r'data-completed="(\d+)" data-failed="(\d+)">.*?class="completed"[^>]*height="([\d.]+)".*?'
+                        r'class="failed"[^>]*height="([\d.]+)"',
+                        svg,
+                        re.S,
+                    )
+                ],
+            )
+            for t, done, failed, svg in rows
+        }
+
+    hour, day = window("hour"), window("day")
+    assert set(hour) == {a.name} and set(day) == {a.name, b.name}
+    # the last hour: one bar, 3 completed over 1 failed, the whole height (40) shared 3:1
+    assert hour[a.name] == (3, 1, [(3, 1, "30.00", "10.00")])
+    # the day: the same bar summed into its hour, the one 3 h ago, and b's failure 90 min ago
+    assert day[a.name][:2] == (5, 1) and sorted(bar[:2] for bar in day[a.name][2]) == [(2, 0), (3, 1)]
+    assert day[b.name] == (0, 1, [(0, 1, "0.00", "40.00")])
+    # a total links to its jobs
+    assert f"type={b.name}&amp;state=failed&amp;finishedAfter=" in html

@@ -59,8 +59,7 @@ class Jobs(Page):
         error = None
         try:
             found = self.jobs.page(self._by_account_name(param), limit=PAGE)
-        except ValidationFailed as exc:
-            resp.status = falcon.HTTP_422
+        except ValidationFailed as exc:  # the page as asked, its form as filled, the error beside it
             error, found = exc.detail, NO_PAGE
         self.console.render(
             req,
