@@ -65,7 +65,7 @@ def test_from_an_overview_count_to_the_job_its_attempts_and_its_gates_holder(con
 
 
 def test_every_main_page_fits_390_px_without_sideways_scroll(console, gh):
-    account, holder, waiter, earlier = held_gate(gh, name="Магазин с очень длинным названием «Север-Юг»")
+    account, _, waiter, earlier = held_gate(gh, name="Магазин с очень длинным названием «Север-Юг»")
     console.page.set_viewport_size({"width": 390, "height": 844})
     for path in (
         "/console",
