@@ -443,22 +443,29 @@ FROM doomed ORDER BY finished_at DESC, id DESC LIMIT 1"""
 SQL_PRUNABLE = f"SELECT count(*) AS deleted FROM jobs AS j WHERE {_PRUNABLE}"
 # The types that have finished rows: a skip scan of jobs_finished_by_type, one probe per type
 # (also types no longer declared, whose rows the settings' retention then applies to).
-SQL_FINISHED_TYPES = f"""
+_FINISHED_TYPES = f"""
 WITH RECURSIVE t AS (
   (SELECT type FROM jobs WHERE {_FINISHED} ORDER BY type LIMIT 1)
   UNION ALL
   SELECT (SELECT type FROM jobs WHERE {_FINISHED} AND type > t.type ORDER BY type LIMIT 1)
   FROM t WHERE t.type IS NOT NULL
-)
-SELECT type FROM t WHERE type IS NOT NULL"""
-_BEFORE_ALL = (datetime(1, 1, 1, tzinfo=UTC), uuid.UUID(int=0))
+)"""
+SQL_FINISHED_TYPES = f"{_FINISHED_TYPES} SELECT type FROM t WHERE type IS NOT NULL"
 # Throughput: the rows that finished since a time, counted per type and time bucket (the console's
-# charts), in one grouped read of jobs_finished_by_type (its predicate; finished_at its third column).
+# charts), in one statement: per type (the skip scan above) a range of jobs_finished_by_type
+# (type, state, finished_at), so it reads the window's rows, not the table (14 ms instead of a 21 ms
+# sequential scan for a day of 100,000 rows, bench_console's). Coarse buckets, fine ones from
+# ``fine_from`` on: a few dozen rows a type, however many finished.
 SQL_FINISHED_COUNTS = f"""
-SELECT type, date_bin(%(bucket_s)s * interval '1 second', finished_at, %(origin)s) AS at,
-  count(*) FILTER (WHERE state = 'completed') AS completed, count(*) FILTER (WHERE state = 'failed') AS failed
-FROM jobs WHERE {_FINISHED} AND finished_at >= %(origin)s
-GROUP BY 1, 2"""
+{_FINISHED_TYPES}
+SELECT t.type, c.at, c.completed, c.failed FROM t CROSS JOIN LATERAL (
+  SELECT date_bin(CASE WHEN finished_at >= %(fine_from)s THEN %(fine_s)s ELSE %(coarse_s)s END
+      * interval '1 second', finished_at, %(origin)s) AS at,
+    count(*) FILTER (WHERE state = 'completed') AS completed, count(*) FILTER (WHERE state = 'failed') AS failed
+  FROM jobs WHERE jobs.type = t.type AND jobs.{_FINISHED} AND jobs.finished_at >= %(origin)s
+  GROUP BY 1
+) AS c WHERE t.type IS NOT NULL"""
+_BEFORE_ALL = (datetime(1, 1, 1, tzinfo=UTC), uuid.UUID(int=0))
 
 
 @dataclass(frozen=True)
@@ -867,10 +874,13 @@ class JobStore:
 
     # -- retention -------------------------------------------------------------------
 
-    def finished_counts(self, since: datetime, bucket_s: int) -> list[FinishedCount]:
-        """How many jobs of each type completed and failed in each ``bucket_s`` bucket from ``since``
-        on (the buckets that have any)."""
-        params = {"origin": since, "bucket_s": bucket_s}
+    def finished_counts(
+        self, since: datetime, *, coarse_s: int, fine_from: datetime, fine_s: int
+    ) -> list[FinishedCount]:
+        """How many jobs of each type completed and failed in each bucket from ``since`` on (those
+        that have any): ``coarse_s`` long, ``fine_s`` from ``fine_from`` (a multiple of ``fine_s``
+        after ``since``; ``fine_s`` divides ``coarse_s``) on."""
+        params = {"origin": since, "coarse_s": coarse_s, "fine_from": fine_from, "fine_s": fine_s}
         return self._sql.all(SQL_FINISHED_COUNTS, params, FinishedCount)
 
     def finished_types(self) -> list[str]:

@@ -230,7 +230,10 @@ def test_the_jobs_page_lists_the_status_poll_rows_with_their_countdowns(client, 
     assert "1/5" in row and "waiting-account" in row
     assert '<option value="waiting-account" selected>' in html
     assert "VALIDATION_ERROR" not in page(client, cookie, "/console/jobs")
-    assert page(client, cookie, "/console/jobs?state=asleep", status=422).count("state must be one of") == 1
+    # a bad filter is said beside the form (the page, not an error page), the form as it was filled
+    bad = page(client, cookie, "/console/jobs?state=asleep&phase=waiting-account")
+    assert bad.count("state must be one of") == 1 and 'id="filter-error"' in bad
+    assert '<option value="waiting-account" selected>' in bad and "No job matches." in bad
 
 
 def test_a_job_page_shows_its_row_and_checkpoint(client, cookie, gh):
@@ -317,21 +320,24 @@ def test_the_throughput_page_counts_and_draws_each_types_finished_jobs_by_hour_a
     assert "<script" not in html.split("<main", 1)[1]  # drawn on the server
 
     def window(key: str) -> dict[str, tuple[int, int, list[tuple[int, int, str, str]]]]:
+        """Per type: its totals, and per bar drawn its numbers and its rectangles' heights."""
         section = html.split(f'id="throughput-{key}"', 1)[1].split("</section>", 1)[0]
         rows = re.findall(
             r'<tr data-type="([^"]+)" data-completed="(\d+)" data-failed="(\d+)">(.*?)</tr>', section, re.S
         )
+
+        def height(bar: str, kind: str) -> str:
+            found = re.search(rf'class="{kind}"[^>]*height="([\d.]+)"', bar)
+            return found.group(1) if found else "0"
+
         return {
             t: (
                 int(done),
                 int(failed),
                 [
-                    (int(d), int(f), ch, fh)
-                    for d, f, ch, fh in re.findall(
-                        r'data-completed="(\d+)" data-failed="(\d+)">.*?class="completed"[^>]*height="([\d.]+)".*?'
-                        r'class="failed"[^>]*height="([\d.]+)"',
-                        svg,
-                        re.S,
+                    (int(d), int(f), height(bar, "completed"), height(bar, "failed"))
+                    for d, f, bar in re.findall(
+                        r'<g data-completed="(\d+)" data-failed="(\d+)">(.*?)</g>', svg, re.S
                     )
                 ],
             )
@@ -344,6 +350,6 @@ def test_the_throughput_page_counts_and_draws_each_types_finished_jobs_by_hour_a
     assert hour[a.name] == (3, 1, [(3, 1, "30.00", "10.00")])
     # the day: the same bar summed into its hour, the one 3 h ago, and b's failure 90 min ago
     assert day[a.name][:2] == (5, 1) and sorted(bar[:2] for bar in day[a.name][2]) == [(2, 0), (3, 1)]
-    assert day[b.name] == (0, 1, [(0, 1, "0.00", "40.00")])
+    assert day[b.name] == (0, 1, [(0, 1, "0", "40.00")])
     # a total links to its jobs
     assert f"type={b.name}&amp;state=failed&amp;finishedAfter=" in html

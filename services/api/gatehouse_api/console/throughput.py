@@ -12,7 +12,7 @@ from gatehouse.jobs import FinishedCount
 from gatehouse_api.console.web import Console, Page
 from gatehouse_api.resources.jobs import JobViews
 
-BUCKET = timedelta(minutes=5)  # the read's bucket: the hour's bars; the day's sum 12 of them
+BUCKET, HOUR = timedelta(minutes=5), timedelta(hours=1)  # the hour's bars, the day's
 HOUR_BARS, DAY_BARS = 12, 24
 # The drawing: viewBox units (the SVG scales to its box's width).
 WIDTH, HEIGHT = 240, 40
@@ -20,23 +20,44 @@ WIDTH, HEIGHT = 240, 40
 
 @dataclass(frozen=True)
 class Bar:
+    """One bucket that had finished jobs, drawn: its rectangles' geometry as the SVG's attributes."""
+
     at: datetime  # where its bucket begins
     completed: int
     failed: int
-    x: float
-    width: float
-    completed_height: float
-    failed_height: float
+    x: str
+    width: str
+    completed_y: str
+    completed_height: str
+    failed_y: str
+    failed_height: str
 
 
 @dataclass(frozen=True)
 class Chart:
-    """One type over one window: its bars (oldest first) and totals."""
+    """One type over one window: its bars (oldest first; empty buckets are not drawn) and totals."""
 
     type: str
+    since: datetime
     bars: list[Bar]
     completed: int
     failed: int
+
+
+def _bar(at: datetime, completed: int, failed: int, i: int, width: float, tallest: int) -> Bar:
+    failed_h = HEIGHT * failed / tallest
+    completed_h = HEIGHT * completed / tallest
+    return Bar(
+        at=at,
+        completed=completed,
+        failed=failed,
+        x=f"{i * width:.2f}",
+        width=f"{width * 0.85:.2f}",
+        completed_y=f"{HEIGHT - failed_h - completed_h:.2f}",
+        completed_height=f"{completed_h:.2f}",
+        failed_y=f"{HEIGHT - failed_h:.2f}",
+        failed_height=f"{failed_h:.2f}",
+    )
 
 
 def charts(counts: list[FinishedCount], start: datetime, step: timedelta, bars: int) -> list[Chart]:
@@ -44,7 +65,7 @@ def charts(counts: list[FinishedCount], start: datetime, step: timedelta, bars: 
     bar's height scaled to the type's tallest; types with nothing in the window are left out."""
     per_type: dict[str, list[list[int]]] = {}
     for c in counts:
-        i = int((c.at - start) / step)
+        i = (c.at - start) // step
         if 0 <= i < bars:
             cells = per_type.setdefault(c.type, [[0, 0] for _ in range(bars)])
             cells[i][0] += c.completed
@@ -52,21 +73,15 @@ def charts(counts: list[FinishedCount], start: datetime, step: timedelta, bars: 
     width = WIDTH / bars
     drawn = []
     for job_type, cells in sorted(per_type.items()):
-        tallest = max(done + failed for done, failed in cells) or 1
+        tallest = max(done + failed for done, failed in cells)
         drawn.append(
             Chart(
                 type=job_type,
+                since=start,
                 bars=[
-                    Bar(
-                        at=start + i * step,
-                        completed=done,
-                        failed=failed,
-                        x=i * width,
-                        width=width * 0.85,
-                        completed_height=HEIGHT * done / tallest,
-                        failed_height=HEIGHT * failed / tallest,
-                    )
+                    _bar(start + i * step, done, failed, i, width, tallest)
                     for i, (done, failed) in enumerate(cells)
+                    if done or failed
                 ],
                 completed=sum(done for done, _ in cells),
                 failed=sum(failed for _, failed in cells),
@@ -90,7 +105,12 @@ class Throughput(Page):
             HOUR_BARS - 1
         )
         day_start = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=DAY_BARS - 1)
-        counts = self.jobs.finished_counts(day_start, int(BUCKET.total_seconds()))
+        counts = self.jobs.finished_counts(
+            day_start,
+            coarse_s=int(HOUR.total_seconds()),
+            fine_from=hour_start,
+            fine_s=int(BUCKET.total_seconds()),
+        )
         self.console.render(
             req,
             resp,
@@ -100,9 +120,10 @@ class Throughput(Page):
                 (
                     "day",
                     "Last day (hourly bars, UTC)",
-                    charts(counts, day_start, timedelta(hours=1), DAY_BARS),
+                    charts(counts, day_start, HOUR, DAY_BARS),
                 ),
             ],
             width=WIDTH,
             height=HEIGHT,
+            stamp="%Y-%m-%d %H:%M UTC",
         )

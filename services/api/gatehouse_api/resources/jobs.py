@@ -62,8 +62,10 @@ class JobViews:
     def attempts(self, job_id: uuid.UUID) -> list[AttemptRecord]:
         return self.jobs.attempts(job_id)
 
-    def finished_counts(self, since: datetime, bucket_s: int) -> list[FinishedCount]:
-        return self.jobs.finished_counts(since, bucket_s)
+    def finished_counts(
+        self, since: datetime, *, coarse_s: int, fine_from: datetime, fine_s: int
+    ) -> list[FinishedCount]:
+        return self.jobs.finished_counts(since, coarse_s=coarse_s, fine_from=fine_from, fine_s=fine_s)
 
     def recent(self, account_id: uuid.UUID, *, limit: int) -> list[JobRecord]:
         return self.jobs.list_jobs(account_id=account_id, limit=limit)
