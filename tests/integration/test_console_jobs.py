@@ -13,6 +13,7 @@ from falcon import testing
 from gatehouse import progress as P
 from gatehouse.gate import owner
 from gatehouse.job_types import AUTOBIDDER_SYNC_USER, IMPORT_USER_FEEDS, IMPORT_USER_REPORT
+from gatehouse.jobs import Outcome
 from gatehouse_api.app import create_app
 from tests.conftest import ADMIN_TOKEN
 
@@ -353,3 +354,31 @@ def test_the_throughput_page_counts_and_draws_each_types_finished_jobs_by_hour_a
     assert day[b.name] == (0, 1, [(0, 1, "0", "40.00")])
     # a total links to its jobs
     assert f"type={b.name}&amp;state=failed&amp;finishedAfter=" in html
+
+
+def test_a_jobs_attempts_read_the_same_in_the_api_and_on_its_page(client, cookie, gh):
+    _, holder, waiter = busy_account(gh)  # the holder started (its record is open), the waiter parked
+    job = gh.job_handlers.submit(AUTOBIDDER_SYNC_USER, account_id=None, payload={})[0].id
+    claim = gh.jobs.claim(job, 1, 60_000, worker="host:1:w", start=True)
+    error = {"code": "wb-unavailable", "message": "WB failed"}
+    assert gh.jobs.finish_many([Outcome(claim, "failed", P.stored(P.FAILED), error=error)]) == [True]
+
+    answer = client.simulate_get(f"/v1/admin/jobs/{job}/attempts", headers=ADMIN)
+    assert answer.status_code == 200, answer.text
+    (item,) = answer.json["items"]
+    assert (item["attempt"], item["worker"], item["outcome"], item["error"]) == (
+        1,
+        "host:1:w",
+        "failed",
+        error,
+    )
+    assert item["durationMs"] >= 0 and item["finishedAt"] >= item["startedAt"]
+    (running,) = client.simulate_get(f"/v1/admin/jobs/{holder}/attempts", headers=ADMIN).json["items"]
+    assert (running["outcome"], running["finishedAt"]) == (None, None)
+    assert client.simulate_get(f"/v1/admin/jobs/{waiter}/attempts", headers=ADMIN).json == {"items": []}
+    assert client.simulate_get(f"/v1/admin/jobs/{uuid.uuid4()}/attempts", headers=ADMIN).status_code == 404
+
+    html = page(client, cookie, f"/console/jobs/{job}")
+    assert 'data-outcome="failed"' in html and "host:1:w" in html and "WB failed" in html
+    assert 'data-outcome="running"' in page(client, cookie, f"/console/jobs/{holder}")
+    assert "No run has started yet." in page(client, cookie, f"/console/jobs/{waiter}")

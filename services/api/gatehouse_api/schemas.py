@@ -152,6 +152,23 @@ class JobPage(Reply):
     nextCursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
 
 
+class JobAttemptView(Reply):
+    attempt: int = Field(description="the job's attempt number the run had (a WB pause uses none)")
+    worker: str | None = Field(description="the worker process that ran it (host:pid:tail)")
+    startedAt: datetime = Field(description="when its body started (a run parked at the gate has no record)")
+    finishedAt: datetime | None = Field(description="null while it runs, or when its worker died (lost)")
+    durationMs: int | None
+    outcome: Literal["completed", "failed", "skipped", "retry", "parked", "lost"] | None = Field(
+        description="how it ended: `retry` (failed, another attempt follows), `parked` (a WB pause, no "
+        "attempt used), `lost` (its worker died; recovery put the job back in line); null while it runs"
+    )
+    error: dict[str, Any] | None = Field(description="the run's error: `code`, `message`")
+
+
+class JobAttempts(Reply):
+    items: list[JobAttemptView] = Field(description="oldest first")
+
+
 class WaiterView(Reply):
     jobId: uuid.UUID
     tier: Literal["user", "scheduled"]

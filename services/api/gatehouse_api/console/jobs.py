@@ -114,7 +114,7 @@ def render_job(
     refused: str | None = None,
 ) -> None:
     job = jobs.get(job_id)
-    attempts = jobs.attempts(job_id)
+    attempts = jobs.attempts(job_id)  # JobAttemptView each, as GET /v1/admin/jobs/{jobId}/attempts
     console.render(
         req,
         resp,
@@ -122,10 +122,10 @@ def render_job(
         job=job_view(job),
         row=job,
         stored=job.progress or {},
-        attempts=[(a, _span_ms(a.started_at, a.finished_at)) for a in attempts],
+        attempts=attempts,
         # From its creation to its end (waits included), and the time its runs took.
         total_ms=_span_ms(job.created_at, job.finished_at),
-        run_ms=sum(_span_ms(a.started_at, a.finished_at) or 0 for a in attempts),
+        run_ms=sum(a["durationMs"] or 0 for a in attempts),
         holder=_gate_holder(jobs, gates, job),
         checkpoint=_pretty(job.checkpoint),
         payload=_pretty(job.payload),

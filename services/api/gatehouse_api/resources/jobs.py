@@ -20,7 +20,15 @@ from gatehouse_api.auth import principal, require_account, require_admin
 from gatehouse_api.body import read_json
 from gatehouse_api.openapi import contract, page_params, query
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit, uuid_param
-from gatehouse_api.schemas import ImportRequest, JobAccepted, JobPage, JobView, SyncRequest
+from gatehouse_api.schemas import (
+    ImportRequest,
+    JobAccepted,
+    JobAttempts,
+    JobAttemptView,
+    JobPage,
+    JobView,
+    SyncRequest,
+)
 
 
 def queues() -> set[str]:
@@ -50,6 +58,19 @@ def job_view(job: JobRecord) -> dict:
     ).model_dump(mode="json")
 
 
+def attempt_view(a: AttemptRecord) -> dict:
+    took = None if a.finished_at is None else int((a.finished_at - a.started_at).total_seconds() * 1000)
+    return JobAttemptView(
+        attempt=a.attempt,
+        worker=a.worker,
+        startedAt=a.started_at,
+        finishedAt=a.finished_at,
+        durationMs=took,
+        outcome=a.outcome,
+        error={"code": a.error_code, "message": a.error_message} if a.error_code else None,
+    ).model_dump(mode="json")
+
+
 class JobViews:
     """The jobs as the API and the console show them (the read side of gatehouse.jobs)."""
 
@@ -59,8 +80,12 @@ class JobViews:
     def get(self, job_id: uuid.UUID) -> JobRecord:
         return self.jobs.require(job_id)
 
-    def attempts(self, job_id: uuid.UUID) -> list[AttemptRecord]:
-        return self.jobs.attempts(job_id)
+    def attempts(self, job_id: uuid.UUID) -> list[dict]:
+        """The job's runs (JobAttemptView each), oldest first; NotFound if there is no such job."""
+        attempts = self.jobs.attempts(job_id)
+        if not attempts:
+            self.jobs.require(job_id)
+        return [attempt_view(a) for a in attempts]
 
     def finished_counts(
         self, since: datetime, *, coarse_s: int, fine_from: datetime, fine_s: int
@@ -242,6 +267,22 @@ class AccountJobs:
             limit=page_limit(req.get_param("limit")),
             account_id=account_id,
         )
+
+
+class AdminJobAttempts:
+    """A job's attempt records (admin): each run that started its body, as the console's job page shows them."""
+
+    def __init__(self, views: JobViews) -> None:
+        self.views = views
+
+    @contract(
+        "A job's runs, oldest first: start, end, duration, worker, outcome and error of each (admin)",
+        (200, JobAttempts, "its attempts"),
+        (401, 403, 404),
+    )
+    def on_get(self, req: falcon.Request, resp: falcon.Response, job_id: uuid.UUID) -> None:
+        require_admin(req)
+        resp.media = JobAttempts(items=self.views.attempts(job_id)).model_dump(mode="json")
 
 
 class AdminJobs:
