@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 import falcon
@@ -20,7 +19,7 @@ from gatehouse.jobs import JobRecord
 from gatehouse.models import STATES, TIERS
 from gatehouse_api.console.web import PREFIX, Console, Page, back, query
 from gatehouse_api.resources.gates import GateViews
-from gatehouse_api.resources.jobs import JobViews, job_view, queues
+from gatehouse_api.resources.jobs import JobViews, job_view, queues, span_ms
 
 PAGE = 50
 FILTERS = (
@@ -100,10 +99,6 @@ def _pretty(value: Any) -> str | None:
     return None if value is None else json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
 
 
-def _span_ms(start: datetime | None, end: datetime | None) -> int | None:
-    return None if start is None or end is None else int((end - start).total_seconds() * 1000)
-
-
 def render_job(
     console: Console,
     jobs: JobViews,
@@ -124,7 +119,7 @@ def render_job(
         stored=job.progress or {},
         attempts=attempts,
         # From its creation to its end (waits included), and the time its runs took.
-        total_ms=_span_ms(job.created_at, job.finished_at),
+        total_ms=span_ms(job.created_at, job.finished_at),
         run_ms=sum(a["durationMs"] or 0 for a in attempts),
         holder=_gate_holder(jobs, gates, job),
         checkpoint=_pretty(job.checkpoint),

@@ -58,14 +58,18 @@ def job_view(job: JobRecord) -> dict:
     ).model_dump(mode="json")
 
 
+def span_ms(start: datetime | None, end: datetime | None) -> int | None:
+    """From ``start`` to ``end`` in ms; None while either is unknown."""
+    return None if start is None or end is None else int((end - start).total_seconds() * 1000)
+
+
 def attempt_view(a: AttemptRecord) -> dict:
-    took = None if a.finished_at is None else int((a.finished_at - a.started_at).total_seconds() * 1000)
     return JobAttemptView(
         attempt=a.attempt,
         worker=a.worker,
         startedAt=a.started_at,
         finishedAt=a.finished_at,
-        durationMs=took,
+        durationMs=span_ms(a.started_at, a.finished_at),
         outcome=a.outcome,
         error={"code": a.error_code, "message": a.error_message} if a.error_code else None,
     ).model_dump(mode="json")
