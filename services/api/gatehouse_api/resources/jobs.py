@@ -273,11 +273,15 @@ class AccountJobs:
         )
 
 
-class AdminJobAttempts:
-    """A job's attempt records (admin): each run that started its body, as the console's job page shows them."""
+class _AdminJobsRead:
+    """An admin read of the jobs, through the views the console renders too."""
 
     def __init__(self, views: JobViews) -> None:
         self.views = views
+
+
+class AdminJobAttempts(_AdminJobsRead):
+    """A job's attempt records (admin): each run that started its body, as the console's job page shows them."""
 
     @contract(
         "A job's runs, oldest first: start, end, duration, worker, outcome and error of each (admin)",
@@ -289,11 +293,8 @@ class AdminJobAttempts:
         resp.media = JobAttempts(items=self.views.attempts(job_id)).model_dump(mode="json")
 
 
-class AdminJobs:
+class AdminJobs(_AdminJobsRead):
     """Every account's jobs (admin), newest first, filtered like the console's jobs page."""
-
-    def __init__(self, views: JobViews) -> None:
-        self.views = views
 
     @contract(
         "Every account's jobs, newest first, as the status poll shows each (admin)",
