@@ -2,9 +2,10 @@
 
 The data is seeded in SQL (generate_series) in a throwaway database: 1,000
 accounts, 100,000 jobs over every job type (mostly finished, one live job per
-account for 300 of them, phases and errors spread), 100 accounts with a held
-gate and two waiters, 500 bulk operations, 20 webhook endpoints and 20,000
-deliveries with attempts. Each page is fetched through the API app in process
+account for 300 of them, phases and errors spread; each finished job's run in
+job_attempts), 100 accounts with a held gate and two waiters, 500 bulk
+operations, 20 webhook endpoints and 20,000 deliveries with attempts (the dead
+ones with their dead_reason). Each page is fetched through the API app in process
 (routing, session check, domain reads, templates: everything but the socket),
 signed in, ``ROUNDS`` times after a warm-up; the report gives its median and
 p95 and the ratio of the 200 ms budget to the p95 (≥ 1 is within budget).
@@ -15,6 +16,8 @@ from __future__ import annotations
 import statistics
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
+from urllib.parse import urlencode
 
 import psycopg
 from falcon import testing
@@ -59,6 +62,11 @@ SELECT gen_random_uuid(), 'import-user-report', 'wb-user', 'user', id, 'delayed'
        '{}'::jsonb, now() + interval '1 minute'
 FROM accounts ORDER BY id LIMIT 300;
 
+-- Each finished job's run (job_attempts): the job page reads them.
+INSERT INTO job_attempts (job_id, attempt, worker, started_at, finished_at, outcome, error_code, error_message)
+SELECT id, attempt, 'bench:1:0', started_at, finished_at, state, error->>'code', error->>'message'
+FROM jobs WHERE finished_at IS NOT NULL;
+
 INSERT INTO catalog_bulk_operations (id, type, status, request, product_ids, total, processed, succeeded,
                                      failed, failed_items, created_at)
 SELECT gen_random_uuid(), 'product_bulk_update', CASE WHEN i %% 5 = 0 THEN 'running' ELSE 'completed' END,
@@ -75,6 +83,9 @@ INSERT INTO webhook_deliveries (id, endpoint_id, message_id, event_type, payload
 SELECT gen_random_uuid(), e.id, 'msg_' || i, 'catalog.product.updated', '{"data": {}}'::jsonb,
        CASE WHEN i %% 7 = 0 THEN 'dead' ELSE 'delivered' END, 1 + i %% 8, now() - i * interval '10 seconds'
 FROM generate_series(1, 20000) i JOIN e ON e.n = 1 + i %% 20;
+
+UPDATE webhook_deliveries SET dead_reason = jsonb_build_object('kind', 'last-attempt', 'attempt', attempts,
+  'statusCode', 500, 'error', NULL, 'at', now()) WHERE status = 'dead';
 
 INSERT INTO webhook_attempts (delivery_id, attempt, status_code, duration_ms)
 SELECT id, 1, CASE WHEN status = 'dead' THEN 500 ELSE 200 END, 12 FROM webhook_deliveries;
@@ -123,6 +134,8 @@ def pages(settings) -> dict[str, str]:
 
         account = one("SELECT account_id FROM jobs WHERE state = 'delayed' ORDER BY account_id LIMIT 1")
         job = one("SELECT id FROM jobs WHERE state = 'failed' LIMIT 1")
+        waiting = one(f"SELECT id FROM jobs WHERE state = 'delayed' AND account_id = '{account}'")
+        name = one(f"SELECT name FROM accounts WHERE id = '{account}'")
         operation = one("SELECT id FROM catalog_bulk_operations WHERE status = 'running' LIMIT 1")
         delivery = one("SELECT id FROM webhook_deliveries WHERE status = 'dead' LIMIT 1")
     return {
@@ -133,7 +146,13 @@ def pages(settings) -> dict[str, str]:
         "jobs": "/console/jobs",
         "jobs?state=failed": "/console/jobs?state=failed",
         "jobs?phase=waiting-account": "/console/jobs?phase=waiting-account",
+        "jobs?accountId=<name>": "/console/jobs?" + urlencode({"accountId": name}),
+        "jobs?accountId=<unknown>": "/console/jobs?accountId=nobody",
+        "jobs?state=failed&finishedAfter": "/console/jobs?state=failed&queue=wb-user&finishedAfter="
+        + (datetime.now(UTC) - timedelta(hours=24)).strftime("%Y-%m-%dT%H:%M:%S"),
         "job": f"/console/jobs/{job}",
+        "job (waiting on the gate)": f"/console/jobs/{waiting}",
+        "throughput": "/console/throughput",
         "bulk-operations": "/console/bulk-operations",
         "bulk-operation": f"/console/bulk-operations/{operation}",
         "webhook endpoints": "/console/webhooks/endpoints",
@@ -154,12 +173,12 @@ def main() -> list[Result]:
             print(f"seeded {JOBS:,} jobs, {ACCOUNTS:,} accounts in {time.perf_counter() - started:.1f} s")
             client = testing.TestClient(create_app(gh))
             cookie = console_cookie(client, ADMIN_TOKEN)
-            print(f"{'page':28} {'median ms':>10} {'p95 ms':>8} {'budget/p95':>11}")
+            print(f"{'page':34} {'median ms':>10} {'p95 ms':>8} {'budget/p95':>11}")
             worst, missing = 0.0, []
             for name, url in pages(settings).items():
                 first = client.simulate_get(url, headers=cookie)
                 if first.status_code != 200:
-                    print(f"{name:28} answered {first.status_code}")
+                    print(f"{name:34} answered {first.status_code}")
                     missing.append(name)
                     continue
                 times = []
@@ -169,7 +188,7 @@ def main() -> list[Result]:
                     times.append((time.perf_counter() - t0) * 1000)
                 p95 = sorted(times)[int(0.95 * (len(times) - 1))]
                 worst = max(worst, p95)
-                print(f"{name:28} {statistics.median(times):10.1f} {p95:8.1f} {BUDGET_MS / p95:11.2f}")
+                print(f"{name:34} {statistics.median(times):10.1f} {p95:8.1f} {BUDGET_MS / p95:11.2f}")
             print(
                 f"slowest page p95 {worst:.1f} ms: ratio {BUDGET_MS / worst:.2f} of the {BUDGET_MS} ms budget"
             )

@@ -270,6 +270,21 @@ class Accounts:
         with self.engine.connect() as conn:
             return [AccountListing(*row) for row in conn.execute(text(sql), params)]
 
+    def names(self, ids: set[uuid.UUID]) -> dict[uuid.UUID, str]:
+        """The names of those of ``ids`` that exist, in one statement (a list shows them beside ids)."""
+        return {a.id: a.name for a in self.page(ids=list(ids), limit=len(ids))} if ids else {}
+
+    def named(self, name: str) -> list[uuid.UUID]:
+        """The accounts called ``name`` (any case), two at most: one answers, two is ambiguous.
+
+        A scan of the accounts (no index on their names): a filter form's one lookup."""
+        with self.engine.connect() as conn:
+            return list(
+                conn.execute(
+                    text("SELECT id FROM accounts WHERE lower(name) = lower(:name) LIMIT 2"), {"name": name}
+                ).scalars()
+            )
+
     def issue_key(
         self, tx: Tx, account_id: uuid.UUID, *, expires_at: datetime | None = None, actor: str
     ) -> str:

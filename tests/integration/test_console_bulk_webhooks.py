@@ -68,7 +68,7 @@ def products(gh: Components, n: int, name: str = "p{i}") -> list[uuid.UUID]:
     return [p.id for p in gh.catalog.list_products(limit=200)]
 
 
-def operation(gh: Components, ids, patch: ProductPatch, request: dict, threshold: int = 50):
+def operation(gh: Components, ids, patch: ProductPatch, request: dict, threshold: int = 50, requester=None):
     """A bulk operation run at once up to ``threshold`` products (BULK_SYNC_THRESHOLD), else queued."""
     handlers = CatalogHandlers(
         gh.uow, gh.catalog, gh.bulk, sync_threshold=threshold, batch_size=gh.settings.bulk_batch_size
@@ -77,7 +77,7 @@ def operation(gh: Components, ids, patch: ProductPatch, request: dict, threshold
         Selection(product_ids=tuple(ids)),
         patch,
         request,
-        requester=None,
+        requester=requester,
         actor="admin",
     )
 
@@ -511,3 +511,12 @@ def test_the_openapi_document_names_the_json_twins(client):
     assert "get" in paths["/v1/admin/webhooks/delivery-counts"]
     detail = paths["/v1/admin/webhooks/deliveries/{deliveryId}"]["get"]["responses"]["200"]
     assert detail["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/DeliveryDetail"}
+
+
+def test_a_bulk_operations_requester_shows_by_name_with_its_id(client, cookie, wh):
+    user = wh.account_handlers.create_user("ops@example.com", "Ольга Операторова")
+    op = operation(wh, products(wh, 2), ProductPatch(price=Price(5, "PLN")), {}, requester=user.id)
+    for path in ("/console/bulk-operations", f"/console/bulk-operations/{op.id}"):
+        html = page(client, cookie, path)
+        assert f'<span title="{user.id}">Ольга Операторова</span>' in html
+        assert f"<code>{str(user.id)[:8]}</code>" in html

@@ -13,6 +13,7 @@ from falcon import testing
 from gatehouse import progress as P
 from gatehouse.gate import owner
 from gatehouse.job_types import AUTOBIDDER_SYNC_USER, IMPORT_USER_FEEDS, IMPORT_USER_REPORT
+from gatehouse.jobs import Outcome
 from gatehouse_api.app import create_app
 from tests.conftest import ADMIN_TOKEN
 
@@ -244,7 +245,10 @@ def test_the_jobs_page_lists_the_status_poll_rows_with_their_countdowns(client, 
     assert "1/5" in row and "waiting-account" in row
     assert '<option value="waiting-account" selected>' in html
     assert "VALIDATION_ERROR" not in page(client, cookie, "/console/jobs")
-    assert page(client, cookie, "/console/jobs?state=asleep", status=422).count("state must be one of") == 1
+    # a bad filter is said beside the form (the page, not an error page), the form as it was filled
+    bad = page(client, cookie, "/console/jobs?state=asleep&phase=waiting-account")
+    assert bad.count("state must be one of") == 1 and 'id="filter-error"' in bad
+    assert '<option value="waiting-account" selected>' in bad and "No job matches." in bad
 
 
 def test_a_job_page_shows_its_row_and_checkpoint(client, cookie, gh):
@@ -305,3 +309,90 @@ def test_a_job_page_takes_a_row_written_by_older_code(client, cookie, gh, sql):
     )
     html = page(client, cookie, f"/console/jobs/{job.id}")
     assert "wb-error" in html and 'action="/console/jobs/' + str(job.id) + '/retry"' in html
+
+
+def test_the_throughput_page_counts_and_draws_each_types_finished_jobs_by_hour_and_day(client, cookie, sql):
+    def finished(job_type, state: str, minutes_ago: int, n: int = 1) -> None:
+        sql(
+            "INSERT INTO jobs (id, type, queue, tier, state, max_attempts, payload, created_at, finished_at) "
+            "SELECT gen_random_uuid(), :type, :queue, 'user', :state, 1, '{}'::jsonb, at, at "
+            "FROM generate_series(1, :n), LATERAL (SELECT now() - :ago * interval '1 minute' AS at) AS t",
+            type=job_type.name,
+            queue=job_type.queue,
+            state=state,
+            ago=minutes_ago,
+            n=n,
+        )
+
+    a, b = IMPORT_USER_REPORT, IMPORT_USER_FEEDS
+    finished(a, "completed", 1, n=3)
+    finished(a, "failed", 1)
+    finished(a, "completed", 180, n=2)
+    finished(a, "failed", 30 * 60)  # older than a day: in neither
+    finished(b, "failed", 90)
+
+    html = page(client, cookie, "/console/throughput")
+    assert "<script" not in html.split("<main", 1)[1]  # drawn on the server
+
+    def window(key: str) -> dict[str, tuple[int, int, list[tuple[int, int, str, str]]]]:
+        """Per type: its totals, and per bar drawn its numbers and its rectangles' heights."""
+        section = html.split(f'id="throughput-{key}"', 1)[1].split("</section>", 1)[0]
+        rows = re.findall(
+            r'<tr data-type="([^"]+)" data-completed="(\d+)" data-failed="(\d+)">(.*?)</tr>', section, re.S
+        )
+
+        def height(bar: str, kind: str) -> str:
+            found = re.search(rf'class="{kind}"[^>]*height="([\d.]+)"', bar)
+            return found.group(1) if found else "0"
+
+        return {
+            t: (
+                int(done),
+                int(failed),
+                [
+                    (int(d), int(f), height(bar, "completed"), height(bar, "failed"))
+                    for d, f, bar in re.findall(
+                        r'<g data-completed="(\d+)" data-failed="(\d+)">(.*?)</g>', svg, re.S
+                    )
+                ],
+            )
+            for t, done, failed, svg in rows
+        }
+
+    hour, day = window("hour"), window("day")
+    assert set(hour) == {a.name} and set(day) == {a.name, b.name}
+    # the last hour: one bar, 3 completed over 1 failed, the whole height (40) shared 3:1
+    assert hour[a.name] == (3, 1, [(3, 1, "30.00", "10.00")])
+    # the day: the same bar summed into its hour, the one 3 h ago, and b's failure 90 min ago
+    assert day[a.name][:2] == (5, 1) and sorted(bar[:2] for bar in day[a.name][2]) == [(2, 0), (3, 1)]
+    assert day[b.name] == (0, 1, [(0, 1, "0", "40.00")])
+    # a total links to its jobs
+    assert f"type={b.name}&amp;state=failed&amp;finishedAfter=" in html
+
+
+def test_a_jobs_attempts_read_the_same_in_the_api_and_on_its_page(client, cookie, gh):
+    _, holder, waiter = busy_account(gh)  # the holder started (its record is open), the waiter parked
+    job = gh.job_handlers.submit(AUTOBIDDER_SYNC_USER, account_id=None, payload={})[0].id
+    claim = gh.jobs.claim(job, 1, 60_000, worker="host:1:w", start=True)
+    error = {"code": "wb-unavailable", "message": "WB failed"}
+    assert gh.jobs.finish_many([Outcome(claim, "failed", P.stored(P.FAILED), error=error)]) == [True]
+
+    answer = client.simulate_get(f"/v1/admin/jobs/{job}/attempts", headers=ADMIN)
+    assert answer.status_code == 200, answer.text
+    (item,) = answer.json["items"]
+    assert (item["attempt"], item["worker"], item["outcome"], item["error"]) == (
+        1,
+        "host:1:w",
+        "failed",
+        error,
+    )
+    assert item["durationMs"] >= 0 and item["finishedAt"] >= item["startedAt"]
+    (running,) = client.simulate_get(f"/v1/admin/jobs/{holder}/attempts", headers=ADMIN).json["items"]
+    assert (running["outcome"], running["finishedAt"]) == (None, None)
+    assert client.simulate_get(f"/v1/admin/jobs/{waiter}/attempts", headers=ADMIN).json == {"items": []}
+    assert client.simulate_get(f"/v1/admin/jobs/{uuid.uuid4()}/attempts", headers=ADMIN).status_code == 404
+
+    html = page(client, cookie, f"/console/jobs/{job}")
+    assert 'data-outcome="failed"' in html and "host:1:w" in html and "WB failed" in html
+    assert 'data-outcome="running"' in page(client, cookie, f"/console/jobs/{holder}")
+    assert "No run has started yet." in page(client, cookie, f"/console/jobs/{waiter}")

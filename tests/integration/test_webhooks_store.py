@@ -808,10 +808,14 @@ def test_a_410_disables_the_endpoint_and_stops_its_waiting_deliveries_and_their_
     status = {d.id: d for d in deliveries(db)}
     assert {status[i].status for i in (answered_410, pending_a, pending_b, failed)} == {"dead"}
     assert (status[delivered].status, status[theirs].status) == ("delivered", "pending")
-    # … each saying why: the one that got the 410, and those it stopped
-    why = {r.id: r.dead_reason for r in db("SELECT id, dead_reason FROM webhook_deliveries")}
-    assert why[answered_410] == {"reason": "endpoint-gone", "attempt": 1, "statusCode": 410}
-    assert {why[i]["reason"] for i in (pending_a, pending_b, failed)} == {"endpoint-gone"}
+    # each says why: the 410 its own attempt got, or the 410 of that delivery, as the endpoint went off
+    reasons = {d.id: d.dead_reason for d in db("SELECT id, dead_reason FROM webhook_deliveries")}
+    own = reasons[answered_410]
+    assert (own["reason"], own["attempt"], own["statusCode"]) == ("endpoint-gone", 1, 410)
+    for i in (pending_a, pending_b, failed):
+        assert reasons[i]["reason"] == "endpoint-gone" and reasons[i]["byDelivery"] == str(answered_410)
+        assert reasons[i]["endpointDisabledAt"] == reasons[pending_a]["endpointDisabledAt"]
+    assert reasons[delivered] is None and reasons[theirs] is None
     assert e.disabled_at is not None
     jobs = db("SELECT id, state, error, progress FROM jobs")
     by_id = {j.id: j for j in jobs}

@@ -139,6 +139,7 @@ def create_app(c: Components) -> falcon.App:
         "/v1/admin/accounts": gates.AccountGates(gate_views),
         "/v1/admin/accounts/{account_id:uuid}/gate": admin.AccountGate(gate_views),
         "/v1/admin/jobs": jobs.AdminJobs(jobs_read),
+        "/v1/admin/jobs/{job_id:uuid}/attempts": jobs.AdminJobAttempts(jobs_read),
         "/v1/admin/overview": overview.Overview(overview_views),
         "/v1/admin/schedules": admin.Schedules(schedule_views),
         "/v1/admin/schedules/{name}/run": admin.RunSchedule(schedule_views),

@@ -197,6 +197,23 @@ class JobPage(Reply):
     nextCursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
 
 
+class JobAttemptView(Reply):
+    attempt: int = Field(description="the job's attempt number the run had (a WB pause uses none)")
+    worker: str | None = Field(description="the worker process that ran it (host:pid:tail)")
+    startedAt: datetime = Field(description="when its body started (a run parked at the gate has no record)")
+    finishedAt: datetime | None = Field(description="null while it runs, or when its worker died (lost)")
+    durationMs: int | None
+    outcome: Literal["completed", "failed", "skipped", "retry", "parked", "lost"] | None = Field(
+        description="how it ended: `retry` (failed, another attempt follows), `parked` (a WB pause, no "
+        "attempt used), `lost` (its worker died; recovery put the job back in line); null while it runs"
+    )
+    error: dict[str, Any] | None = Field(description="the run's error: `code`, `message`")
+
+
+class JobAttempts(Reply):
+    items: list[JobAttemptView] = Field(description="oldest first")
+
+
 class WaiterView(Reply):
     jobId: uuid.UUID
     tier: Literal["user", "scheduled"]
@@ -666,8 +683,13 @@ class DeliveryView(Reply):
         description="the job of its current series of attempts (GET /v1/jobs/{jobId})"
     )
     deadReason: dict[str, Any] | None = Field(
-        description="why a dead delivery is dead: reason (exhausted, endpoint-gone, endpoint-disabled, "
-        "endpoint-failing) and what the last attempt got; null unless dead"
+        default=None,
+        description="why it is dead (null unless dead), with `at`: `reason` `exhausted` (its last attempt "
+        "failed: `attempt`, `statusCode`, `error`), `endpoint-gone` (a 410 disabled the endpoint: its own "
+        "attempt's `attempt` and `statusCode`, or `byDelivery` and `endpointDisabledAt` when another "
+        "delivery's 410 stopped it), `endpoint-disabled` (its endpoint was off when its attempt was due: "
+        "`endpointDisabledReason`, `endpointDisabledAt`), `endpoint-failing` (its endpoint failed every "
+        "attempt for WEBHOOK_DISABLE_AFTER_MS and was disabled: `endpointDisabledAt`)",
     )
 
 

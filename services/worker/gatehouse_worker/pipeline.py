@@ -423,15 +423,16 @@ class JobRuntime(Middleware):
     ) -> None:
         """The outcome; a type that emits raises its event in the same transaction (a retried write starts
         afresh), as does a job WB rejected the account's token (``wb_token``) on: the account is marked."""
+        ended = FINISHED[t.kind]  # the attempt record's outcome: completed, skipped or failed
         rejected = (
             t.reason == WbUnauthorized.code and claim.job.account_id is not None and wb_token is not None
         )
         if not job_type.emits and not rejected:  # one statement: batched with the other threads' outcomes
-            self.rows.finish(Outcome(claim, state, progress, t.result, t.error))
+            self.rows.finish(Outcome(claim, state, progress, t.result, t.error, ended))
             return
         with self.uow.begin() as tx:
             if not self.jobs.finish(
-                tx, claim, state=state, progress=progress, result=t.result, error=t.error
+                tx, claim, state=state, progress=progress, result=t.result, error=t.error, ended=ended
             ):
                 return
             if job_type.emits:

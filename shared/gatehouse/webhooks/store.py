@@ -200,12 +200,16 @@ WITH chosen AS MATERIALIZED (
   SELECT endpoint_id, batch, count(*) AS size, gen_random_uuid() AS job_id FROM numbered GROUP BY 1, 2
 ), moved AS (
   UPDATE webhook_deliveries AS d SET status = 'pending', job_id = b.job_id, delivered_at = NULL,
-    updated_at = now()
+    dead_reason = NULL, updated_at = now()
   FROM numbered AS n JOIN batches AS b USING (endpoint_id, batch) WHERE d.id = n.delivery_id
 )
 SELECT job_id, endpoint_id, size FROM batches ORDER BY batch, endpoint_id"""
 # A run's answers: each attempt's row, and its delivery's status unless a later attempt began
-# since (a run that lost its lease to another records what it sent, and moves nothing).
+# since (a run that lost its lease to another records what it sent, and moves nothing). A delivery
+# that dies says why in ``dead_reason`` (``dead_reason()``): its last attempt failed (``exhausted``)
+# or answered 410 (``endpoint-gone``), with the attempt's number, status code and error; the
+# deliveries its endpoint's 410 stopped say ``endpoint-gone`` with ``byDelivery`` (end_run), those
+# of a disabled endpoint ``endpoint-disabled``, those of a failing one ``endpoint-failing``.
 END_ATTEMPTS = text(
     """
 WITH answers AS (
@@ -218,7 +222,8 @@ WITH answers AS (
   FROM answers AS v WHERE a.delivery_id = v.id AND a.attempt = v.n
 )
 UPDATE webhook_deliveries AS d SET status = v.status, updated_at = now(),
-  delivered_at = CASE WHEN v.status = 'delivered' THEN now() END, dead_reason = v.dead_reason
+  delivered_at = CASE WHEN v.status = 'delivered' THEN now() END,
+  dead_reason = v.dead_reason || jsonb_build_object('at', now())
 FROM answers AS v WHERE d.id = v.id AND d.attempts = v.n
 """
 )
@@ -645,10 +650,13 @@ class WebhookStore:
         if not enabled:
             conn.execute(
                 text(
-                    "UPDATE webhook_deliveries SET status = 'dead', dead_reason = :why, updated_at = now() "
+                    "UPDATE webhook_deliveries SET status = 'dead', updated_at = now(), "
+                    "dead_reason = CAST(:why AS jsonb) || (SELECT jsonb_strip_nulls(jsonb_build_object("
+                    "'endpointDisabledReason', disabled_reason, 'endpointDisabledAt', disabled_at, 'at', now())) "
+                    "FROM webhook_endpoints WHERE id = :endpoint) "
                     "WHERE id = ANY(:ids)"
                 ),
-                {"ids": ids, "why": json.dumps(dead_reason(ENDPOINT_DISABLED))},
+                {"ids": ids, "endpoint": endpoint_id, "why": json.dumps(dead_reason(ENDPOINT_DISABLED))},
             )
             return ENDPOINT_DISABLED
         conn.execute(
@@ -734,16 +742,19 @@ class WebhookStore:
             ),
             {"id": run.endpoint_id, "reason": gone},
         )
-        return self._stop(tx, run.endpoint_id, ENDPOINT_GONE, gone)
+        # The delivery whose 410 disabled the endpoint, named on each one it stopped.
+        by = next(a.delivery_id for a, answer, _ in answered if answer.status_code == 410)
+        return self._stop(tx, run.endpoint_id, ENDPOINT_GONE, gone, byDelivery=str(by))
 
-    def _stop(self, tx: Tx, endpoint_id: uuid.UUID, reason: str, message: str) -> int:
+    def _stop(self, tx: Tx, endpoint_id: uuid.UUID, reason: str, message: str, **details: Any) -> int:
         """A just disabled endpoint's waiting deliveries: dead for ``reason``, their jobs failed; how many."""
         stopped = tx.conn.execute(
             text(
-                "UPDATE webhook_deliveries SET status = 'dead', dead_reason = :why, updated_at = now() "
+                "UPDATE webhook_deliveries SET status = 'dead', updated_at = now(), "
+                "dead_reason = CAST(:why AS jsonb) || jsonb_build_object('endpointDisabledAt', now(), 'at', now()) "
                 "WHERE endpoint_id = :id AND status IN ('pending', 'failed') RETURNING job_id"
             ),
-            {"id": endpoint_id, "why": json.dumps(dead_reason(reason))},
+            {"id": endpoint_id, "why": json.dumps(dead_reason(reason, **details))},
         ).all()
         self.jobs.cancel_many(
             tx,

@@ -177,6 +177,7 @@ class DeliveryRecord:
     created_at: datetime
     updated_at: datetime
     delivered_at: datetime | None
+    # Why it is dead (gatehouse.webhooks.store.dead_reason); NULL unless dead.
     dead_reason: dict[str, Any] | None
     # From the current series' job row: when the next attempt is due (NULL: none scheduled).
     next_attempt_at: datetime | None

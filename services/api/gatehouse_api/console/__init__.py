@@ -21,6 +21,7 @@ from gatehouse_api.console import keys as key_pages
 from gatehouse_api.console import modules, signin
 from gatehouse_api.console import overview as overview_pages
 from gatehouse_api.console import schedules as schedule_pages
+from gatehouse_api.console import throughput as throughput_pages
 from gatehouse_api.console import webhooks as webhook_pages
 from gatehouse_api.console.web import PREFIX, Console, ConsoleGuard, install_errors
 from gatehouse_api.resources.admin import ScheduleViews
@@ -63,14 +64,15 @@ def build(
         "/users": key_pages.StaffUsers(console, users),
         "/users/{user_id:uuid}/keys/{key_id}/revoke": key_pages.RevokeUserKey(console, account_handlers),
         "/users/{user_id:uuid}/remove": key_pages.RemoveUser(console, account_handlers),
-        "/jobs": job_pages.Jobs(console, jobs),
-        "/jobs/{job_id:uuid}": job_pages.Job(console, jobs),
-        "/jobs/{job_id:uuid}/retry": job_pages.RetryJob(console, jobs, job_handlers),
-        "/jobs/{job_id:uuid}/cancel": job_pages.CancelJob(console, jobs, job_handlers),
+        "/jobs": job_pages.Jobs(console, jobs, accounts),
+        "/jobs/{job_id:uuid}": job_pages.Job(console, jobs, gates),
+        "/jobs/{job_id:uuid}/retry": job_pages.RetryJob(console, jobs, gates, job_handlers),
+        "/jobs/{job_id:uuid}/cancel": job_pages.CancelJob(console, jobs, gates, job_handlers),
+        "/throughput": throughput_pages.Throughput(console, jobs),
         "/modules": modules.Modules(console, modules_),
         "/modules/{name}": modules.SetModule(console, module_handlers),
-        "/bulk-operations": bulk_pages.BulkOperations(console, bulk, modules_),
-        "/bulk-operations/{operation_id:uuid}": bulk_pages.BulkOperation(console, bulk, modules_),
+        "/bulk-operations": bulk_pages.BulkOperations(console, bulk, modules_, users),
+        "/bulk-operations/{operation_id:uuid}": bulk_pages.BulkOperation(console, bulk, modules_, users),
         "/webhooks/endpoints": webhook_pages.Endpoints(*hooks),
         "/webhooks/endpoints/{endpoint_id:uuid}/enabled": webhook_pages.SetEnabled(*hooks),
         "/webhooks/endpoints/{endpoint_id:uuid}/rotate-secret": webhook_pages.RotateSecret(*hooks),

@@ -15,6 +15,7 @@ import falcon
 
 from gatehouse.catalog.bulk import STATUSES
 from gatehouse.modules import ModuleStates
+from gatehouse.users import Users
 from gatehouse_api.console.web import Console, Page, query
 from gatehouse_api.resources.bulk import BulkViews
 
@@ -39,9 +40,13 @@ def summary(op: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 class _Page(Page):
-    def __init__(self, console: Console, bulk: BulkViews, modules: ModuleStates) -> None:
+    def __init__(self, console: Console, bulk: BulkViews, modules: ModuleStates, users: Users) -> None:
         super().__init__(console)
-        self.bulk, self.modules = bulk, modules
+        self.bulk, self.modules, self.users = bulk, modules, users
+
+    def staff(self) -> dict[str, str]:
+        """The staff users' names by id (a requester is one; a removed user stays an id)."""
+        return {str(u.id): u.name for u in self.users.page()}
 
 
 class BulkOperations(_Page):
@@ -59,6 +64,7 @@ class BulkOperations(_Page):
             status=status,
             statuses=STATUSES,
             module=self.modules.state("catalog"),
+            staff=self.staff(),
         )
 
 
@@ -76,4 +82,5 @@ class BulkOperation(_Page):
             failures=failures,
             cursor=cursor,
             module=self.modules.state("catalog"),
+            staff=self.staff(),
         )

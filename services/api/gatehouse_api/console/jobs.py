@@ -1,50 +1,98 @@
-"""Jobs: every account's jobs by state, phase, type, tier, account and time; one job's row; retry, cancel."""
+"""Jobs: every account's jobs by state, phase, type, tier, queue, account and time; one job's row and
+attempts; retry, cancel."""
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import falcon
 
 from gatehouse import progress
-from gatehouse.errors import Conflict
+from gatehouse.accounts import Accounts as AccountStore
+from gatehouse.errors import Conflict, NotFound, ValidationFailed
 from gatehouse.handlers import JobHandlers
 from gatehouse.job_types import REGISTRY
+from gatehouse.jobs import JobRecord
 from gatehouse.models import STATES, TIERS
 from gatehouse_api.console.web import PREFIX, Console, Page, back, query
-from gatehouse_api.resources.jobs import JobViews, job_view
+from gatehouse_api.resources.gates import GateViews
+from gatehouse_api.resources.jobs import JobViews, job_view, queues, span_ms
 
 PAGE = 50
-FILTERS = ("state", "phase", "type", "tier", "accountId", "createdAfter", "createdBefore")
+FILTERS = (
+    "state",
+    "phase",
+    "type",
+    "tier",
+    "queue",
+    "accountId",
+    "createdAfter",
+    "createdBefore",
+    "finishedAfter",
+)
+NO_PAGE = {"items": [], "nextCursor": None}
+
+
+def _is_uuid(raw: str) -> bool:
+    try:
+        uuid.UUID(raw)
+    except ValueError:
+        return False
+    return True
 
 
 class Jobs(Page):
-    """GET /console/jobs: the twin of GET /v1/admin/jobs (the same filters and cursor)."""
+    """GET /console/jobs: the twin of GET /v1/admin/jobs (the same filters and cursor), whose account
+    filter also takes an account's name; a bad filter is said beside the form, its values kept."""
 
-    def __init__(self, console: Console, jobs: JobViews) -> None:
+    def __init__(self, console: Console, jobs: JobViews, accounts: AccountStore) -> None:
         super().__init__(console)
-        self.jobs = jobs
+        self.jobs, self.accounts = jobs, accounts
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         param = query(req)
-        found = self.jobs.page(param, limit=PAGE)
         filters = {name: param(name) or "" for name in FILTERS}
+        error = None
+        try:
+            found = self.jobs.page(self._by_account_name(param), limit=PAGE)
+        except ValidationFailed as exc:  # the page as asked, its form as filled, the error beside it
+            error, found = exc.detail, NO_PAGE
         self.console.render(
             req,
             resp,
             "jobs.html",
             jobs=found["items"],
+            names={
+                str(k): v
+                for k, v in self.accounts.names(
+                    {uuid.UUID(j["accountId"]) for j in found["items"] if j["accountId"]}
+                ).items()
+            },
             next_cursor=found["nextCursor"],
             filters=filters,
+            error=error,
             choices={
                 "state": STATES,
                 "phase": progress.PHASES,
                 "type": sorted(REGISTRY),
                 "tier": TIERS,
+                "queue": sorted(queues()),
             },
         )
+
+    def _by_account_name(self, param: Callable[[str], str | None]) -> Callable[[str], str | None]:
+        """``param`` with an account's name in accountId replaced by its id (unknown or shared: refused)."""
+        name = param("accountId")
+        if name is None or _is_uuid(name):
+            return param
+        found = self.accounts.named(name)
+        if len(found) != 1:
+            why = "no account is named" if not found else "more than one account is named"
+            raise ValidationFailed(f"{why} “{name}”: give its id", field="accountId")
+        return lambda key: str(found[0]) if key == "accountId" else param(key)
 
 
 def _pretty(value: Any) -> str | None:
@@ -54,12 +102,14 @@ def _pretty(value: Any) -> str | None:
 def render_job(
     console: Console,
     jobs: JobViews,
+    gates: GateViews,
     req: falcon.Request,
     resp: falcon.Response,
     job_id: uuid.UUID,
     refused: str | None = None,
 ) -> None:
     job = jobs.get(job_id)
+    attempts = jobs.attempts(job_id)  # JobAttemptView each, as GET /v1/admin/jobs/{jobId}/attempts
     console.render(
         req,
         resp,
@@ -67,6 +117,11 @@ def render_job(
         job=job_view(job),
         row=job,
         stored=job.progress or {},
+        attempts=attempts,
+        # From its creation to its end (waits included), and the time its runs took.
+        total_ms=span_ms(job.created_at, job.finished_at),
+        run_ms=sum(a["durationMs"] or 0 for a in attempts),
+        holder=_gate_holder(jobs, gates, job),
         checkpoint=_pretty(job.checkpoint),
         payload=_pretty(job.payload),
         result=_pretty(job.result),
@@ -74,15 +129,32 @@ def render_job(
     )
 
 
-class Job(Page):
-    """GET /console/jobs/{jobId}: the status poll's view (GET /v1/jobs/{jobId}) and what its row tells."""
+def _gate_holder(jobs: JobViews, gates: GateViews, job: JobRecord) -> JobRecord | uuid.UUID | None:
+    """The job that holds the gate a job waits for (its id if its row is gone), or None."""
+    if job.account_id is None or (job.progress or {}).get("phase") != progress.WAITING_ACCOUNT:
+        return None
+    try:
+        holder = gates.account(job.account_id)["gate"]["holder"]
+    except NotFound:
+        return None
+    if holder is None:
+        return None
+    try:
+        return jobs.get(uuid.UUID(holder))
+    except NotFound:
+        return uuid.UUID(holder)
 
-    def __init__(self, console: Console, jobs: JobViews) -> None:
+
+class Job(Page):
+    """GET /console/jobs/{jobId}: the status poll's view (GET /v1/jobs/{jobId}), what its row tells,
+    its attempts (job_attempts) and, while it waits for its account's gate, the gate's holder."""
+
+    def __init__(self, console: Console, jobs: JobViews, gates: GateViews) -> None:
         super().__init__(console)
-        self.jobs = jobs
+        self.jobs, self.gates = jobs, gates
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, job_id: uuid.UUID) -> None:
-        render_job(self.console, self.jobs, req, resp, job_id)
+        render_job(self.console, self.jobs, self.gates, req, resp, job_id)
 
 
 class _Action(Page):
@@ -92,9 +164,9 @@ class _Action(Page):
     again with the reason, and changes nothing.
     """
 
-    def __init__(self, console: Console, jobs: JobViews, handlers: JobHandlers) -> None:
+    def __init__(self, console: Console, jobs: JobViews, gates: GateViews, handlers: JobHandlers) -> None:
         super().__init__(console)
-        self.jobs, self.handlers = jobs, handlers
+        self.jobs, self.gates, self.handlers = jobs, gates, handlers
 
     def act(self, job_id: uuid.UUID, actor: str) -> None:
         raise NotImplementedError
@@ -104,7 +176,7 @@ class _Action(Page):
             self.act(job_id, req.context.principal.actor)
         except Conflict as exc:
             resp.status = falcon.HTTP_409
-            render_job(self.console, self.jobs, req, resp, job_id, refused=exc.detail)
+            render_job(self.console, self.jobs, self.gates, req, resp, job_id, refused=exc.detail)
             return
         back(resp, f"{PREFIX}/jobs/{job_id}")
 

@@ -3,6 +3,8 @@ how many stored secrets still use an old TOKEN_ENCRYPTION_KEY."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import falcon
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -30,4 +32,9 @@ class Overview(Page):
                 old_keys = sum(self.keys.old_key_rows().values())
             except (ConfigurationError, SQLAlchemyError):
                 old_keys = None  # no key configured, or PostgreSQL stopped answering since its check
-        self.console.render(req, resp, "overview.html", overview=view, old_keys=old_keys)
+        # The failed count's list: the jobs that failed since 24 h before the snapshot (UTC, as the form takes it).
+        since = datetime.fromisoformat(view["at"]) - timedelta(hours=24)
+        failed_since = since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        self.console.render(
+            req, resp, "overview.html", overview=view, old_keys=old_keys, failed_since=failed_since
+        )

@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 import falcon
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
 
 from gatehouse.errors import GatehouseError
 from gatehouse_api import errors
@@ -64,12 +65,21 @@ def cross_site(req: falcon.Request) -> bool:
     return origin is not None and origin not in (req.prefix, req.forwarded_prefix)
 
 
-def _when(value: Any) -> str:
+def _utc(value: Any) -> str:
+    """An instant as plain text in UTC (where markup cannot go: an attribute, an SVG's text)."""
     if not value:
         return "—"
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _when(value: Any) -> Markup | str:
+    """An instant as ``<time datetime>`` in UTC; console.js adds the browser's local time beside it
+    (without JavaScript the UTC stays)."""
+    if not value:
+        return "—"
+    return Markup('<time datetime="{}">{}</time>').format(_iso(value), _utc(value))
 
 
 def _iso(value: Any) -> str:
@@ -117,7 +127,7 @@ class Console:
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        self.templates.filters.update(when=_when, iso=_iso, ms=_ms, past=_past)
+        self.templates.filters.update(when=_when, utc=_utc, iso=_iso, ms=_ms, past=_past)
 
     def render(self, req: falcon.Request, resp: falcon.Response, template: str, **context: Any) -> None:
         session: ConsoleSession | None = getattr(req.context, "console", None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 
 import falcon
 from redis import RedisError
@@ -14,14 +15,27 @@ from gatehouse.errors import NotFound
 from gatehouse.gate import RedisGate, job_of, owner
 from gatehouse.handlers import JobHandlers
 from gatehouse.job_types import AUTOBIDDER_SYNC_USER, IMPORT_KINDS, INVENTORY_SYNC_USER, REGISTRY, JobType
-from gatehouse.jobs import JobRecord, JobStore
+from gatehouse.jobs import AttemptRecord, FinishedCount, JobRecord, JobStore
 from gatehouse.models import STATES, TIERS
 from gatehouse.paging import instant
 from gatehouse_api.auth import principal, require_account, require_admin
 from gatehouse_api.body import read_json
 from gatehouse_api.openapi import contract, page_params, query
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit, uuid_param
-from gatehouse_api.schemas import ImportRequest, JobAccepted, JobPage, JobView, SyncRequest
+from gatehouse_api.schemas import (
+    ImportRequest,
+    JobAccepted,
+    JobAttempts,
+    JobAttemptView,
+    JobPage,
+    JobView,
+    SyncRequest,
+)
+
+
+def queues() -> set[str]:
+    """The queues of the declared job types (a list's queue filter takes these)."""
+    return {t.queue for t in REGISTRY.values()}
 
 
 def job_view(job: JobRecord, waiting: progress.Waiting | None = None) -> dict:
@@ -46,6 +60,23 @@ def job_view(job: JobRecord, waiting: progress.Waiting | None = None) -> dict:
         startedAt=job.started_at,
         finishedAt=job.finished_at,
     ).model_dump(mode="json", exclude_unset=True)
+
+
+def span_ms(start: datetime | None, end: datetime | None) -> int | None:
+    """From ``start`` to ``end`` in ms; None while either is unknown."""
+    return None if start is None or end is None else int((end - start).total_seconds() * 1000)
+
+
+def attempt_view(a: AttemptRecord) -> dict:
+    return JobAttemptView(
+        attempt=a.attempt,
+        worker=a.worker,
+        startedAt=a.started_at,
+        finishedAt=a.finished_at,
+        durationMs=span_ms(a.started_at, a.finished_at),
+        outcome=a.outcome,
+        error={"code": a.error_code, "message": a.error_message} if a.error_code else None,
+    ).model_dump(mode="json")
 
 
 class JobViews:
@@ -80,6 +111,18 @@ class JobViews:
             position=position,
         )
 
+    def attempts(self, job_id: uuid.UUID) -> list[dict]:
+        """The job's runs (JobAttemptView each), oldest first; NotFound if there is no such job."""
+        attempts = self.jobs.attempts(job_id)
+        if not attempts:
+            self.jobs.require(job_id)
+        return [attempt_view(a) for a in attempts]
+
+    def finished_counts(
+        self, since: datetime, *, coarse_s: int, fine_from: datetime, fine_s: int
+    ) -> list[FinishedCount]:
+        return self.jobs.finished_counts(since, coarse_s=coarse_s, fine_from=fine_from, fine_s=fine_s)
+
     def recent(self, account_id: uuid.UUID, *, limit: int) -> list[JobRecord]:
         return self.jobs.list_jobs(account_id=account_id, limit=limit)
 
@@ -87,7 +130,7 @@ class JobViews:
         self, param: Callable[[str], str | None], *, limit: int, account_id: uuid.UUID | None = None
     ) -> dict:
         """A page (JobPage) of jobs newest first (one account's, with ``account_id``), by ``param``'s
-        state, phase, type, tier, accountId, createdAfter, createdBefore and cursor."""
+        state, phase, type, tier, queue, accountId, createdAfter, createdBefore, finishedAfter and cursor."""
         cursor = param("cursor")
         jobs = self.jobs.list_jobs(
             account_id=account_id or uuid_param(param("accountId"), "accountId"),
@@ -95,8 +138,10 @@ class JobViews:
             phase=choice(param("phase"), "phase", progress.PHASES),
             type=choice(param("type"), "type", set(REGISTRY)),
             tier=choice(param("tier"), "tier", TIERS),
+            queue=choice(param("queue"), "queue", queues()),
             created_after=instant(param("createdAfter"), "createdAfter"),
             created_before=instant(param("createdBefore"), "createdBefore"),
+            finished_after=instant(param("finishedAfter"), "finishedAfter"),
             limit=limit + 1,
             before=decode_cursor(cursor) if cursor else None,
         )
@@ -277,11 +322,28 @@ class AccountJobs:
         )
 
 
-class AdminJobs:
-    """Every account's jobs (admin), newest first, filtered like the console's jobs page."""
+class _AdminJobsRead:
+    """An admin read of the jobs, through the views the console renders too."""
 
     def __init__(self, views: JobViews) -> None:
         self.views = views
+
+
+class AdminJobAttempts(_AdminJobsRead):
+    """A job's attempt records (admin): each run that started its body, as the console's job page shows them."""
+
+    @contract(
+        "A job's runs, oldest first: start, end, duration, worker, outcome and error of each (admin)",
+        (200, JobAttempts, "its attempts"),
+        (401, 403, 404),
+    )
+    def on_get(self, req: falcon.Request, resp: falcon.Response, job_id: uuid.UUID) -> None:
+        require_admin(req)
+        resp.media = JobAttempts(items=self.views.attempts(job_id)).model_dump(mode="json")
+
+
+class AdminJobs(_AdminJobsRead):
+    """Every account's jobs (admin), newest first, filtered like the console's jobs page."""
 
     @contract(
         "Every account's jobs, newest first, as the status poll shows each (admin)",
@@ -292,9 +354,11 @@ class AdminJobs:
             query("phase", "progress.phase", enum=list(progress.PHASES)),
             query("type", enum=sorted(REGISTRY)),
             query("tier", enum=list(TIERS)),
+            query("queue", enum=sorted(queues())),
             query("accountId", format="uuid"),
             query("createdAfter", "ISO 8601, inclusive (no offset: UTC)", format="date-time"),
             query("createdBefore", "ISO 8601, exclusive (no offset: UTC)", format="date-time"),
+            query("finishedAfter", "ISO 8601, inclusive (no offset: UTC)", format="date-time"),
         ),
     )
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:

@@ -1,9 +1,24 @@
-// Gatehouse console: live regions and countdowns, nothing else (pages are server-rendered).
+// Gatehouse console: live regions, countdowns and local times, nothing else (pages are server-rendered).
 //
 // Every element with data-live and an id is replaced, every few seconds, by its
 // fresh copy from the same URL: numbers move without a reload. Every
-// <time data-countdown datetime="…"> shows the time left until that instant.
+// <time data-countdown datetime="…"> shows the time left until that instant; every
+// other <time datetime="…"> (rendered in UTC) gets the browser's local time beside it.
 "use strict";
+
+const LOCAL = new Intl.DateTimeFormat(undefined, { dateStyle: "short", timeStyle: "medium" });
+
+function localTimes() {
+  for (const el of document.querySelectorAll("time[datetime]:not([data-countdown]):not([data-local])")) {
+    const at = Date.parse(el.getAttribute("datetime"));
+    if (Number.isNaN(at)) continue;
+    el.dataset.local = LOCAL.format(at);
+    const local = document.createElement("small");
+    local.className = "local-time";
+    local.textContent = ` · ${el.dataset.local} local`;
+    el.after(local);
+  }
+}
 
 const REFRESH_MS = Number(document.body.dataset.refreshMs) || 3000;
 
@@ -46,6 +61,7 @@ async function refresh() {
     }
     document.body.dataset.refreshedAt = String(Date.now());
     tick();
+    localTimes();
   } catch (err) {
     // The API is restarting or unreachable: keep what is shown, try again next time.
   } finally {
@@ -54,5 +70,6 @@ async function refresh() {
 }
 
 tick();
+localTimes();
 setInterval(tick, 1000);
 setInterval(refresh, REFRESH_MS);
