@@ -7,6 +7,8 @@ PROMETHEUS_MULTIPROC_DIR first (gatehouse.entrypoint); Settings reads it back.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -16,6 +18,7 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
+from prometheus_client.registry import Collector
 
 JOB_DELIVERIES = Counter(
     "gatehouse_job_deliveries_total",
@@ -65,13 +68,14 @@ GATE_HANDOFF = Histogram(
 )
 
 
-def exposition(multiproc_dir: str | None) -> tuple[bytes, str]:
-    """The metrics text of this process, or of all its siblings in multiprocess mode."""
+def exposition(multiproc_dir: str | None, collectors: Sequence[Collector] = ()) -> tuple[bytes, str]:
+    """The metrics text of this process, or of all its siblings in multiprocess mode, then what
+    ``collectors`` read at this scrape (gauges of the stores, the same in every process)."""
+    registry = REGISTRY
     if multiproc_dir:
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
-        return generate_latest(registry), CONTENT_TYPE_LATEST
-    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+    return generate_latest(registry) + b"".join(map(generate_latest, collectors)), CONTENT_TYPE_LATEST
 
 
 def mark_process_dead(pid: int, multiproc_dir: str | None) -> None:

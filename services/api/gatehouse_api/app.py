@@ -9,6 +9,7 @@ import falcon
 from dramatiq import Worker
 
 from gatehouse.composition import Components, bootstrap
+from gatehouse.freshness import FreshnessGauges
 from gatehouse.operations import Operations
 from gatehouse.schedules import schedules
 from gatehouse.settings import Settings
@@ -38,6 +39,8 @@ from gatehouse_api.resources.health import Health, Metrics, Ready, StoreChecks
 from gatehouse_api.unrouted import NoRoute
 
 log = logging.getLogger(__name__)
+# The freshness gauges are read from PostgreSQL at most this often per API worker (a scrape is ~15 s).
+FRESHNESS_TTL_S = 10.0
 
 
 def create_app(c: Components) -> falcon.App:
@@ -100,7 +103,9 @@ def create_app(c: Components) -> falcon.App:
     routes = {
         "/healthz": Health(),
         "/readyz": Ready(StoreChecks(c.engine, c.redis, timeout_ms=s.ready_timeout_ms)),
-        "/metrics": Metrics(s.prometheus_multiproc_dir),
+        "/metrics": Metrics(
+            s.prometheus_multiproc_dir, [FreshnessGauges(c.freshness, ttl_s=FRESHNESS_TTL_S)]
+        ),
         "/openapi.json": OpenApi(),
         "/v1/accounts": accounts.Accounts(c.account_handlers, **body),
         "/v1/accounts/{account_id:uuid}": accounts.Account(c.accounts),
@@ -110,6 +115,7 @@ def create_app(c: Components) -> falcon.App:
         "/v1/accounts/{account_id:uuid}/autobidder/sync": jobs.AutobidderSync(**create),
         "/v1/accounts/{account_id:uuid}/inventory/sync": jobs.InventorySync(**create),
         "/v1/accounts/{account_id:uuid}/jobs": jobs.AccountJobs(jobs_read, c.accounts),
+        "/v1/accounts/{account_id:uuid}/freshness": accounts.AccountFreshness(c.accounts, c.freshness),
         "/v1/jobs/{job_id:uuid}": jobs.JobStatus(c.jobs),
         "/v1/jobs/{job_id:uuid}/retry": jobs.JobRetry(c.job_handlers),
         "/v1/jobs/{job_id:uuid}/cancel": jobs.JobCancel(c.job_handlers),
@@ -178,6 +184,7 @@ def create_app(c: Components) -> falcon.App:
         account_handlers=c.account_handlers,
         sign_in=guard("console"),
         key_rotation=c.key_rotation,
+        freshness=c.freshness,
     )
     for path, resource in {**routes, **console_routes}.items():
         app.add_route(path, with_head(resource))

@@ -429,6 +429,30 @@ class NotificationList(Reply):
     items: list[NotificationView] = Field(description="the newest 100, newest first")
 
 
+# -- data freshness ----------------------------------------------------------------------
+
+
+class FreshnessSlo(Reply):
+    maxAgeSeconds: int = Field(
+        description="older than this the dataset is stale (FRESHNESS_SLO, or 2 × its schedule's cadence + spread)"
+    )
+
+
+class DatasetFreshness(Reply):
+    dataset: Literal["orders", "sales", "report", "campaigns", "campaign-stats", "stocks", "cards"]
+    lastSyncedAt: datetime | None = Field(
+        description="when a completed job last brought it up to date; null: never"
+    )
+    lastJobId: uuid.UUID | None = Field(description="that job")
+    ageSeconds: int | None = Field(description="seconds since lastSyncedAt; null: never synced")
+    slo: FreshnessSlo
+    stale: bool = Field(description="never synced, or older than slo.maxAgeSeconds")
+
+
+class AccountFreshness(Reply):
+    datasets: list[DatasetFreshness] = Field(description="every dataset, in a fixed order")
+
+
 # -- catalog bulk operations ----------------------------------------------------------
 
 BULK_IDS_MAX = 100_000

@@ -46,6 +46,7 @@ from gatehouse import progress as P
 from gatehouse import run_decision as rd
 from gatehouse.errors import JobPaused, PermanentJobError, RetryLater, RunTimeLimitExceeded, error_info
 from gatehouse.fanout import SKIP_STREAK_FIELD, SkipStreaks
+from gatehouse.freshness import FreshnessStore
 from gatehouse.gate import RedisGate, job_of, owner
 from gatehouse.job_types import JobType, Policies, RunTimeLimits, outcome_event
 from gatehouse.jobs import Claim, JobMessage, JobStore, Outcome, datetime_to_ms
@@ -98,6 +99,7 @@ class JobRuntime(Middleware):
         limits: RunTimeLimits,
         streaks: SkipStreaks,
         rows: RowBatches,
+        freshness: FreshnessStore,
     ) -> None:
         self.uow, self.jobs, self.gate, self.pauses = uow, jobs, gate, pauses
         self.modules, self.policies = modules, policies
@@ -106,6 +108,7 @@ class JobRuntime(Middleware):
         self.limits = limits
         self.streaks = streaks
         self.rows = rows  # the claims and outcomes of this process's threads, batched
+        self.freshness = freshness
 
     # -- Dramatiq hooks ------------------------------------------------------------
 
@@ -351,15 +354,19 @@ class JobRuntime(Middleware):
             log.warning("job %s: its account's skip streak is not counted (%s)", job.id, exc)
 
     def _finish(self, job_type: JobType, claim: Claim, state: str, progress: dict, t: rd.Transition) -> None:
-        """The outcome; a type that emits raises its event in the same transaction (a retried write starts afresh)."""
-        if not job_type.emits:  # one statement: batched with the other threads' outcomes
+        """The outcome; a type that emits raises its event in the same transaction (a retried write starts
+        afresh), where a completed run also records the datasets its type refreshes (gatehouse.freshness)."""
+        if not job_type.emits and not job_type.refreshes:  # one statement: batched with the other threads'
             self.rows.finish(Outcome(claim, state, progress, t.result, t.error))
             return
         with self.uow.begin() as tx:
             if self.jobs.finish(tx, claim, state=state, progress=progress, result=t.result, error=t.error):
-                tx.publish(
-                    outcome_event(job_type, claim.job, FINISHED[t.kind], result=t.result, error=t.error)
-                )
+                if job_type.emits:
+                    tx.publish(
+                        outcome_event(job_type, claim.job, FINISHED[t.kind], result=t.result, error=t.error)
+                    )
+                if t.kind == "complete" and job_type.refreshes and claim.job.account_id is not None:
+                    self.freshness.record(tx, claim.job.account_id, job_type.refreshes, claim.job.id)
 
     def _write(self, write: Callable[[], Any], job_id: uuid.UUID) -> Any:
         """A row write that rides out a short PostgreSQL outage, up to the row's lease.

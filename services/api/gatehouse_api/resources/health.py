@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import falcon
+from prometheus_client.registry import Collector
 from redis import Redis
 from sqlalchemy import Engine
 
@@ -102,10 +103,10 @@ class Metrics:
     public = True
     outside_contract = "Prometheus text exposition for a scraper, not JSON"
 
-    def __init__(self, multiproc_dir: str | None) -> None:
-        self.multiproc_dir = multiproc_dir
+    def __init__(self, multiproc_dir: str | None, collectors: Sequence[Collector] = ()) -> None:
+        self.multiproc_dir, self.collectors = multiproc_dir, collectors
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        body, content_type = metrics.exposition(self.multiproc_dir)
+        body, content_type = metrics.exposition(self.multiproc_dir, self.collectors)
         resp.data = body
         resp.content_type = content_type
