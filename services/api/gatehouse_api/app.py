@@ -145,6 +145,7 @@ def create_app(c: Components) -> falcon.App:
         ),
         "/v1/admin/catalog/bulk-operations/{operation_id:uuid}": bulk.BulkOperation(bulk_views),
         "/v1/admin/catalog/bulk-operations/{operation_id:uuid}/failures": bulk.BulkFailures(bulk_views),
+        "/v1/admin/catalog/bulk-operations/{operation_id:uuid}/revert": bulk.BulkRevert(c.catalog_handlers),
         "/v1/admin/carts": sweeps.Carts(*sweep_parts, **body),
         "/v1/admin/carts/{cart_id:uuid}": sweeps.Cart(*sweep_parts, **body),
         "/v1/admin/price-lists": sweeps.PriceLists(*sweep_parts, **body),
