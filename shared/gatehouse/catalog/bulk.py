@@ -196,17 +196,13 @@ def patch_from_json(patch: dict[str, Any]) -> ProductPatch:
     )
 
 
-def _selected(selection: Selection) -> tuple[str, dict[str, Any]]:
-    """A query of the selection's product ids as one sorted array, and its parameters.
-
-    The ids are resolved and sorted in PostgreSQL: a filter's never travel, and listed ones travel
-    once, as one ``uuid[]`` literal (psycopg adapts a list element by element, ~4 µs each).
-    """
+def _matching(selection: Selection) -> tuple[str, dict[str, Any]]:
+    """The selection as a condition on ``products``, and its parameters (listed ids travel once, as
+    one ``uuid[]`` literal: psycopg adapts a list element by element, ~4 µs each)."""
     if selection.product_ids is not None:
-        # Unknown ids stay: each is counted as a failed item when its batch runs.
         ids = "{" + ",".join(map(str, selection.product_ids)) + "}"
-        return "SELECT array_agg(DISTINCT i ORDER BY i) FROM unnest(CAST(:ids AS uuid[])) AS i", {"ids": ids}
-    where, params = [], {}
+        return "id = ANY(CAST(:ids AS uuid[]))", {"ids": ids}
+    where, params = ["true"], {}
     if selection.status:
         where.append("status = :status")
         params["status"] = selection.status
@@ -216,10 +212,17 @@ def _selected(selection: Selection) -> tuple[str, dict[str, Any]]:
     if selection.attributes:
         where.append("attributes @> CAST(:attributes AS jsonb)")
         params["attributes"] = json.dumps(selection.attributes)
-    sql = "SELECT array_agg(id ORDER BY id) FROM products" + (
-        f" WHERE {' AND '.join(where)}" if where else ""
-    )
-    return sql, params
+    return " AND ".join(where), params
+
+
+def _selected(selection: Selection) -> tuple[str, dict[str, Any]]:
+    """A query of the selection's product ids as one sorted array, and its parameters: resolved and
+    sorted in PostgreSQL, so a filter's never travel."""
+    where, params = _matching(selection)
+    if selection.product_ids is not None:
+        # Unknown ids stay: each is counted as a failed item when its batch runs.
+        return "SELECT array_agg(DISTINCT i ORDER BY i) FROM unnest(CAST(:ids AS uuid[])) AS i", params
+    return f"SELECT array_agg(id ORDER BY id) FROM products WHERE {where}", params
 
 
 # The operation with its selection; no row when the selection matches no product.
@@ -368,16 +371,21 @@ def _patch_params(patch: ProductPatch) -> dict[str, Any]:
     return params
 
 
+# The products of a batch (a CTE ``batch`` of one row: ``ids``, a uuid[]).
+BATCH_PRODUCTS = "id = ANY(CAST((SELECT ids FROM batch) AS uuid[]))"
+
+
 def _patched(patch: ProductPatch) -> dict[str, _Field]:
     """The fields the patch sets (an empty attributes object patches nothing)."""
     return {name: f for name, f in FIELDS.items() if getattr(patch, name) not in (None, {})}
 
 
-def _change(patch: ProductPatch) -> str:
-    """Two CTEs after ``batch`` (one row: ``ids``, a uuid[]): ``current``, those products as they are,
-    and ``change``, each one the patch changes with ``too_many`` (it would take it past ATTRIBUTES_MAX)
-    and ``before``/``after`` of only its changed fields. The rules are gatehouse.catalog.rules.apply's,
-    in SQL: a bulk update's batch writes them, a dry run counts them."""
+def _change(patch: ProductPatch, products: str = BATCH_PRODUCTS, *, materialized: bool = True) -> str:
+    """Two CTEs: ``current``, the ``products`` (a condition) as they are, and ``change``, each one the
+    patch changes with ``too_many`` (it would take it past ATTRIBUTES_MAX) and ``before``/``after`` of
+    only its changed fields. The rules are gatehouse.catalog.rules.apply's, in SQL: a bulk update's
+    batch writes them, a dry run counts them. Not ``materialized``, each reader of ``change`` computes
+    only what it reads (a count builds no before/after)."""
     patched = _patched(patch)
 
     def changed(part: str) -> str:  # the changed fields' ``part``, as one JSON object
@@ -391,8 +399,8 @@ def _change(patch: ProductPatch) -> str:
     sets_attributes = any(v is not None for v in (patch.attributes or {}).values())
     return f"""current AS (
           SELECT {", ".join(["ctid", "id", "sku", *(f.columns for f in patched.values())])} FROM products
-          WHERE id = ANY(CAST((SELECT ids FROM batch) AS uuid[]))
-        ), change AS (
+          WHERE {products}
+        ), change AS {"" if materialized else "NOT MATERIALIZED "}(
           SELECT o.ctid, o.id, o.sku, {TOO_MANY if sets_attributes else "false"} AS too_many,
             {changed("before")} AS before, {changed("after")} AS after
           FROM current AS o{ATTRIBUTE_CHANGE if patch.attributes else ""}
@@ -447,18 +455,23 @@ def _patch_batch(patch: ProductPatch, *, status_documents: bool) -> TextClause:
     )
 
 
-# A dry run: what the operation would do, without writing (``{selection}``: _selected's query).
+# A dry run: what the operation would do, without writing (``{products}``: _matching's condition).
+# One pass over ``change`` counts the products it would change and picks the sample's ids; only
+# those rows then build their before/after (``change`` is not materialized: each reader computes
+# only what it reads).
 PREVIEW_SAMPLE = 20
 
 
-def _preview(patch: ProductPatch, selection: str) -> TextClause:
+def _preview(patch: ProductPatch, products: str) -> TextClause:
     return text(
         f"""
-        WITH batch(ids) AS ({selection}), {_change(patch)}, would AS (SELECT * FROM change WHERE NOT too_many)
-        SELECT (SELECT count(*) FROM current), (SELECT count(*) FROM would),
+        WITH {_change(patch, products, materialized=False)}, picked AS (
+          SELECT id, count(*) OVER () AS would FROM change WHERE NOT too_many ORDER BY id LIMIT {PREVIEW_SAMPLE}
+        )
+        SELECT (SELECT count(*) FROM current), coalesce((SELECT max(would) FROM picked), 0),
           (SELECT coalesce(jsonb_agg(jsonb_build_object('productId', id, 'sku', sku, 'before', before,
              'after', after) ORDER BY id), '[]'::jsonb)
-           FROM (SELECT * FROM would ORDER BY id LIMIT {PREVIEW_SAMPLE}) AS s)
+           FROM change WHERE id IN (SELECT id FROM picked))
         """
     )
 
@@ -492,7 +505,7 @@ REVERT_BATCH = text(
     f"""
     WITH batch AS ({BATCH_IDS}
     ), current AS (
-      SELECT ctid, id FROM products WHERE id = ANY(CAST((SELECT ids FROM batch) AS uuid[]))
+      SELECT ctid, id FROM products WHERE {BATCH_PRODUCTS}
     ), audited AS (
       SELECT a.id AS audit_id, CAST(a.entity_id AS uuid) AS id, a.before, a.after FROM audit_log AS a
       WHERE a.operation_id = (SELECT revert_of FROM catalog_bulk_operations WHERE id = :id)
@@ -645,11 +658,11 @@ class BulkStore:
 
     def preview(self, selection: Selection, patch: ProductPatch) -> Preview:
         """What the operation would do (a dry run): one read, nothing written."""
-        selected, params = _selected(selection)
+        products, params = _matching(selection)
         with self.engine.connect() as conn:
             self._require_attributes(conn, patch)
             matched, would, sample = conn.execute(
-                _preview(patch, selected), {**params, **_patch_params(patch)}
+                _preview(patch, products), {**params, **_patch_params(patch)}
             ).one()
         return Preview(matched, would, sample)
 
