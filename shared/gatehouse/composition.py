@@ -219,7 +219,9 @@ def bootstrap(
         wb_limits=client_limits(settings.wb_limits, settings.wb_limit_headroom),
         catalog=catalog,
         bulk=bulk,
-        freshness=FreshnessStore(engine, slos(schedules(settings.schedules), settings.freshness_slo)),
+        freshness=FreshnessStore(
+            engine, statements, slos(schedules(settings.schedules), settings.freshness_slo)
+        ),
         search=SearchStore(engine),
         notifications=notifications,
         modules=modules,

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy import Engine, text
 
-from gatehouse.errors import ConfigurationError
+from gatehouse.db import Statements
+from gatehouse.errors import ConfigurationError, NotFound
 from gatehouse.schedules import Schedule, cadence_ms
 
 if TYPE_CHECKING:
@@ -79,26 +80,37 @@ RECORD = text(
     DO UPDATE SET last_synced_at = excluded.last_synced_at, last_job_id = excluded.last_job_id
     """
 )
-OF_ACCOUNT = text(
+# One prepared statement (a status poll's neighbour): no row, no account; a NULL dataset, none synced.
+OF_ACCOUNT = """
+    SELECT d.dataset, d.last_synced_at, d.last_job_id,
+      floor(extract(epoch FROM statement_timestamp() - d.last_synced_at))::bigint AS age
+    FROM accounts AS a LEFT JOIN account_datasets AS d ON d.account_id = a.id WHERE a.id = %(account)s
     """
-    SELECT dataset, last_synced_at, last_job_id,
-      floor(extract(epoch FROM statement_timestamp() - last_synced_at))::bigint AS age
-    FROM account_datasets WHERE account_id = :account
-    """
-)
-# Per dataset, on the index (dataset, last_synced_at): the oldest sync of an active account, and the
-# active accounts synced within its SLO; the stale ones are the others.
+
+
+@dataclass(frozen=True)
+class _Synced:
+    dataset: str | None
+    last_synced_at: datetime | None
+    last_job_id: uuid.UUID | None
+    age: int | None
+
+
+# One pass over the active accounts' rows: per dataset the oldest sync and how many are within its
+# SLO; the stale ones are the other active accounts (never synced included).
 AGES = text(
     """
-    SELECT d.dataset,
-      extract(epoch FROM statement_timestamp() - (
-        SELECT min(x.last_synced_at) FROM account_datasets AS x JOIN accounts AS a ON a.id = x.account_id
-        WHERE x.dataset = d.dataset AND a.active)),
-      (SELECT count(*) FROM accounts WHERE active) - (
-        SELECT count(*) FROM account_datasets AS x JOIN accounts AS a ON a.id = x.account_id
-        WHERE x.dataset = d.dataset AND a.active
-          AND x.last_synced_at >= statement_timestamp() - d.slo * interval '1 second')
-    FROM unnest(CAST(:datasets AS text[]), CAST(:slos AS int[])) AS d(dataset, slo)
+    WITH d AS (
+      SELECT * FROM unnest(CAST(:datasets AS text[]), CAST(:slos AS int[])) WITH ORDINALITY AS d(dataset, slo, k)
+    ), synced AS (
+      SELECT x.dataset, min(x.last_synced_at) AS oldest,
+        count(*) FILTER (WHERE x.last_synced_at >= statement_timestamp() - d.slo * interval '1 second') AS fresh
+      FROM d JOIN account_datasets AS x USING (dataset) JOIN accounts AS a ON a.id = x.account_id AND a.active
+      GROUP BY x.dataset
+    )
+    SELECT d.dataset, extract(epoch FROM statement_timestamp() - s.oldest),
+      (SELECT count(*) FROM accounts WHERE active) - coalesce(s.fresh, 0)
+    FROM d LEFT JOIN synced AS s USING (dataset) ORDER BY d.k
     """
 )
 
@@ -106,17 +118,20 @@ AGES = text(
 class FreshnessStore:
     """``account_datasets``: written by ``record`` (in the job's completion), read per account and for the gauges."""
 
-    def __init__(self, engine: Engine, slos: dict[str, int]) -> None:
-        self.engine, self.slos = engine, slos
+    def __init__(self, engine: Engine, statements: Statements, slos: dict[str, int]) -> None:
+        self.engine, self.statements, self.slos = engine, statements, slos
 
     def record(self, tx: Tx, account_id: uuid.UUID, datasets: tuple[str, ...], job_id: uuid.UUID) -> None:
         """These datasets of the account are up to date as of this transaction, by this job."""
         tx.conn.execute(RECORD, {"account": account_id, "datasets": list(datasets), "job": job_id})
 
     def of_account(self, account_id: uuid.UUID) -> list[DatasetFreshness]:
-        """Every dataset of the account, in DATASETS' order (one never synced: no time, stale)."""
-        with self.engine.connect() as conn:
-            rows = {r.dataset: r for r in conn.execute(OF_ACCOUNT, {"account": account_id})}
+        """Every dataset of the account, in DATASETS' order (one never synced: no time, stale); NotFound
+        for an unknown account."""
+        found = self.statements.all(OF_ACCOUNT, {"account": account_id}, _Synced)
+        if not found:
+            raise NotFound(f"account {account_id} not found")
+        rows = {r.dataset: r for r in found}
         return [
             DatasetFreshness(
                 d,

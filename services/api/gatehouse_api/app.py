@@ -115,7 +115,7 @@ def create_app(c: Components) -> falcon.App:
         "/v1/accounts/{account_id:uuid}/autobidder/sync": jobs.AutobidderSync(**create),
         "/v1/accounts/{account_id:uuid}/inventory/sync": jobs.InventorySync(**create),
         "/v1/accounts/{account_id:uuid}/jobs": jobs.AccountJobs(jobs_read, c.accounts),
-        "/v1/accounts/{account_id:uuid}/freshness": accounts.AccountFreshness(c.accounts, c.freshness),
+        "/v1/accounts/{account_id:uuid}/freshness": accounts.AccountFreshness(c.freshness),
         "/v1/jobs/{job_id:uuid}": jobs.JobStatus(c.jobs),
         "/v1/jobs/{job_id:uuid}/retry": jobs.JobRetry(c.job_handlers),
         "/v1/jobs/{job_id:uuid}/cancel": jobs.JobCancel(c.job_handlers),
