@@ -18,12 +18,11 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import time
 
 import psycopg
 from falcon import testing
 
-from bench.support import Result, bench_settings
+from bench.support import Result, bench_settings, latencies_ms, percentile
 from gatehouse.composition import bootstrap
 from gatehouse_api.app import create_app
 
@@ -51,20 +50,6 @@ FROM products WHERE starts_with(sku, 'PV-')
 """
 
 
-def timed(call) -> list[float]:
-    call()  # warm-up
-    times = []
-    for _ in range(ROUNDS):
-        t0 = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - t0) * 1000)
-    return times
-
-
-def p95(times: list[float]) -> float:
-    return sorted(times)[int(0.95 * (len(times) - 1))]
-
-
 def main() -> list[Result]:
     with bench_settings(redis_db=REDIS_DB, admin_token=ADMIN_TOKEN) as settings:
         with psycopg.connect(settings.libpq_url, autocommit=True) as conn:
@@ -73,7 +58,7 @@ def main() -> list[Result]:
             conn.execute("VACUUM ANALYZE products")
             ids = [str(r[0]) for r in conn.execute("SELECT id FROM products")]
             expected = conn.execute(FLOOR).fetchone()
-            floor = timed(lambda: conn.execute(FLOOR).fetchone())
+            floor = latencies_ms(lambda _: conn.execute(FLOOR).fetchone(), range(ROUNDS))
         gh = bootstrap(settings)
         try:
             client = testing.TestClient(create_app(gh))
@@ -86,7 +71,7 @@ def main() -> list[Result]:
             for label, body in bodies.items():
                 encoded = json.dumps(body)
 
-                def preview(encoded: str = encoded) -> None:
+                def preview(_: object, encoded: str = encoded) -> None:
                     answer = client.simulate_post(
                         "/v1/admin/catalog/bulk-operations", body=encoded, headers=headers
                     )
@@ -94,7 +79,7 @@ def main() -> list[Result]:
                     got = answer.json
                     assert (got["matched"], got["wouldChange"], len(got["sample"])) == (*expected, 20), got
 
-                runs[label] = timed(preview)
+                runs[label] = latencies_ms(preview, range(ROUNDS))
             written = (
                 gh.engine.connect().exec_driver_sql("SELECT count(*) FROM catalog_bulk_operations").scalar()
             )
@@ -103,20 +88,20 @@ def main() -> list[Result]:
             gh.close()
     print(f"{N:,} products, {expected[1]:,} of them would change; {ROUNDS} rounds after a warm-up")
     print(
-        f"floor (one raw count, no HTTP): median {statistics.median(floor):6.1f} ms  p95 {p95(floor):6.1f} ms"
+        f"floor (one raw count, no HTTP): median {statistics.median(floor):6.1f} ms  p95 {percentile(floor, 95):6.1f} ms"
     )
     results = []
     for label, times in runs.items():
         ratio = statistics.median(floor) / statistics.median(times)
         print(
-            f"dry run, {label:10}: median {statistics.median(times):6.1f} ms  p95 {p95(times):6.1f} ms  "
-            f"budget/p95 {BUDGET_MS / p95(times):.2f}  floor/dry-run {ratio:.2f}"
+            f"dry run, {label:10}: median {statistics.median(times):6.1f} ms  p95 {percentile(times, 95):6.1f} ms  "
+            f"budget/p95 {BUDGET_MS / percentile(times, 95):.2f}  floor/dry-run {ratio:.2f}"
         )
         results += [
             Result(
                 "bench_bulk_preview",
                 f"{BUDGET_MS} ms budget / dry-run p95 ({label})",
-                BUDGET_MS / p95(times),
+                BUDGET_MS / percentile(times, 95),
                 1.0,
             ),
             Result("bench_bulk_preview", f"floor/dry-run ({label})", ratio),

@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import os
 import statistics
-import time
 import uuid
 
 import psycopg
 from falcon import testing
 
-from bench.support import Result, bench_settings
+from bench.support import Result, bench_settings, latencies_ms, percentile
 from gatehouse.composition import bootstrap
 from gatehouse.freshness import DATASETS
 from gatehouse_api.app import create_app
@@ -52,20 +51,6 @@ FLOOR_READ = "SELECT dataset, last_synced_at, last_job_id FROM account_datasets 
 FLOOR_AGES = "SELECT dataset, min(last_synced_at) FROM account_datasets GROUP BY dataset"
 
 
-def timed(call, args: list) -> list[float]:
-    call(args[-1])  # warm-up
-    times = []
-    for arg in args[:ROUNDS]:
-        t0 = time.perf_counter()
-        call(arg)
-        times.append((time.perf_counter() - t0) * 1000)
-    return times
-
-
-def p95(times: list[float]) -> float:
-    return sorted(times)[int(0.95 * (len(times) - 1))]
-
-
 def main() -> list[Result]:
     with bench_settings(redis_db=REDIS_DB, admin_token=ADMIN_TOKEN) as settings:
         with psycopg.connect(settings.libpq_url, autocommit=True) as conn:
@@ -73,8 +58,8 @@ def main() -> list[Result]:
                 conn.execute(statement, {"accounts": ACCOUNTS, "datasets": list(DATASETS)})
             rows = conn.execute("SELECT count(*) FROM account_datasets").fetchone()[0]
             accounts = [r[0] for r in conn.execute("SELECT id FROM accounts WHERE active ORDER BY random()")]
-            bare_read = timed(lambda a: conn.execute(FLOOR_READ, (a,)).fetchall(), accounts)
-            floor_ages = timed(lambda _: conn.execute(FLOOR_AGES).fetchall(), accounts)
+            bare_read = latencies_ms(lambda a: conn.execute(FLOOR_READ, (a,)).fetchall(), accounts[:ROUNDS])
+            floor_ages = latencies_ms(lambda _: conn.execute(FLOOR_AGES).fetchall(), accounts[:ROUNDS])
         gh = bootstrap(settings)
         try:
             client = testing.TestClient(create_app(gh))
@@ -89,13 +74,13 @@ def main() -> list[Result]:
             def account_read(account: uuid.UUID) -> None:
                 assert client.simulate_get(f"/v1/accounts/{account}", headers=headers).status_code == 200
 
-            floor_api = timed(account_read, accounts)
-            reads = timed(read, accounts)
+            floor_api = latencies_ms(account_read, accounts[:ROUNDS])
+            reads = latencies_ms(read, accounts[:ROUNDS])
             ages = gh.freshness.ages()
             stale = {a.dataset: a.stale_accounts for a in ages}
             assert all(a.oldest_age_seconds and a.oldest_age_seconds > 80_000 for a in ages), ages
             assert stale["cards"] >= ACCOUNTS // 20, stale  # the never synced count as stale
-            gauges = timed(lambda _: gh.freshness.ages(), accounts)
+            gauges = latencies_ms(lambda _: gh.freshness.ages(), accounts[:ROUNDS])
         finally:
             gh.close()
     print(f"{ACCOUNTS:,} active accounts, {rows:,} account_datasets rows; {ROUNDS} rounds after a warm-up")
@@ -108,12 +93,18 @@ def main() -> list[Result]:
     ):
         ratio = statistics.median(floor) / statistics.median(ours)
         print(
-            f"{label:32}: median {statistics.median(ours):6.2f} ms  p95 {p95(ours):6.2f} ms   "
+            f"{label:32}: median {statistics.median(ours):6.2f} ms  p95 {percentile(ours, 95):6.2f} ms   "
             f"floor median {statistics.median(floor):6.2f} ms   floor/ours {ratio:.2f}"
         )
         results += [
             Result("bench_freshness", f"floor/ours ({label})", ratio),
-            Result("bench_freshness", f"p95 ms ({label})", p95(ours), unit="ms", higher_is_better=False),
+            Result(
+                "bench_freshness",
+                f"p95 ms ({label})",
+                percentile(ours, 95),
+                unit="ms",
+                higher_is_better=False,
+            ),
         ]
     return results
 
