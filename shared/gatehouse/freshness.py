@@ -96,21 +96,24 @@ class _Synced:
     age: int | None
 
 
-# One pass over the active accounts' rows: per dataset the oldest sync and how many are within its
-# SLO; the stale ones are the other active accounts (never synced included).
+# Per dataset, on the index (dataset, last_synced_at), without reading every row: the oldest sync
+# of an active account (the index in order, up to the first active one), and the stale count, the
+# active accounts less the fresh ones (an index range; the switched-off accounts, few, taken back out).
 AGES = text(
     """
-    WITH d AS (
-      SELECT * FROM unnest(CAST(:datasets AS text[]), CAST(:slos AS int[])) WITH ORDINALITY AS d(dataset, slo, k)
-    ), synced AS (
-      SELECT x.dataset, min(x.last_synced_at) AS oldest,
-        count(*) FILTER (WHERE x.last_synced_at >= statement_timestamp() - d.slo * interval '1 second') AS fresh
-      FROM d JOIN account_datasets AS x USING (dataset) JOIN accounts AS a ON a.id = x.account_id AND a.active
-      GROUP BY x.dataset
-    )
-    SELECT d.dataset, extract(epoch FROM statement_timestamp() - s.oldest),
-      (SELECT count(*) FROM accounts WHERE active) - coalesce(s.fresh, 0)
-    FROM d LEFT JOIN synced AS s USING (dataset) ORDER BY d.k
+    WITH off AS MATERIALIZED (SELECT id FROM accounts WHERE NOT active),
+    active AS MATERIALIZED (SELECT count(*) - (SELECT count(*) FROM off) AS n FROM accounts)
+    SELECT d.dataset,
+      extract(epoch FROM statement_timestamp() - (
+        SELECT x.last_synced_at FROM account_datasets AS x
+        WHERE x.dataset = d.dataset AND x.account_id NOT IN (SELECT id FROM off)
+        ORDER BY x.last_synced_at LIMIT 1)),
+      (SELECT n FROM active) - (
+        SELECT count(*) FROM account_datasets AS x
+        WHERE x.dataset = d.dataset AND x.last_synced_at >= statement_timestamp() - d.slo * interval '1 second'
+          AND x.account_id NOT IN (SELECT id FROM off))
+    FROM unnest(CAST(:datasets AS text[]), CAST(:slos AS int[])) WITH ORDINALITY AS d(dataset, slo, k)
+    ORDER BY d.k
     """
 )
 
