@@ -7,7 +7,7 @@ PROMETHEUS_MULTIPROC_DIR first (gatehouse.entrypoint); Settings reads it back.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -18,6 +18,7 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
+from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 JOB_DELIVERIES = Counter(
@@ -68,14 +69,29 @@ GATE_HANDOFF = Histogram(
 )
 
 
-def exposition(multiproc_dir: str | None, collectors: Sequence[Collector] = ()) -> tuple[bytes, str]:
-    """The metrics text of this process, or of all its siblings in multiprocess mode, then what
-    ``collectors`` read at this scrape (gauges of the stores, the same in every process)."""
+def exposition(multiproc_dir: str | None, *extra: Collector) -> tuple[bytes, str]:
+    """The metrics text of this process, or of all its siblings in multiprocess mode, and of ``extra``.
+
+    ``extra`` collectors (gatehouse.live_metrics) read shared state at scrape time, so only
+    the process that serves the scrape runs them, never every process that counts.
+    """
     registry = REGISTRY
     if multiproc_dir:
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
-    return generate_latest(registry) + b"".join(map(generate_latest, collectors)), CONTENT_TYPE_LATEST
+    if extra:
+        registry = _Joined(registry, extra)
+    return generate_latest(registry), CONTENT_TYPE_LATEST
+
+
+class _Joined:
+    def __init__(self, registry: CollectorRegistry, extra: tuple[Collector, ...]) -> None:
+        self.registry, self.extra = registry, extra
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self.registry.collect()
+        for collector in self.extra:
+            yield from collector.collect()
 
 
 def mark_process_dead(pid: int, multiproc_dir: str | None) -> None:

@@ -103,9 +103,7 @@ def create_app(c: Components) -> falcon.App:
     routes = {
         "/healthz": Health(),
         "/readyz": Ready(StoreChecks(c.engine, c.redis, timeout_ms=s.ready_timeout_ms)),
-        "/metrics": Metrics(
-            s.prometheus_multiproc_dir, [FreshnessGauges(c.freshness, ttl_s=FRESHNESS_TTL_S)]
-        ),
+        "/metrics": Metrics(s.prometheus_multiproc_dir, FreshnessGauges(c.freshness, ttl_s=FRESHNESS_TTL_S)),
         "/openapi.json": OpenApi(),
         "/v1/accounts": accounts.Accounts(c.account_handlers, **body),
         "/v1/accounts/{account_id:uuid}": accounts.Account(c.accounts),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import falcon
 from prometheus_client.registry import Collector
@@ -103,10 +103,10 @@ class Metrics:
     public = True
     outside_contract = "Prometheus text exposition for a scraper, not JSON"
 
-    def __init__(self, multiproc_dir: str | None, collectors: Sequence[Collector] = ()) -> None:
-        self.multiproc_dir, self.collectors = multiproc_dir, collectors
+    def __init__(self, multiproc_dir: str | None, *live: Collector) -> None:
+        self.multiproc_dir, self.live = multiproc_dir, live
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        body, content_type = metrics.exposition(self.multiproc_dir, self.collectors)
+        body, content_type = metrics.exposition(self.multiproc_dir, *self.live)
         resp.data = body
         resp.content_type = content_type
