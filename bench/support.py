@@ -12,9 +12,10 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import redis
@@ -103,6 +104,17 @@ def running_worker(broker, threads: int = 8) -> Iterator[Worker]:
 
 def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def latencies_ms(call: Callable[[Any], object], args: Sequence[Any]) -> list[float]:
+    """``call(arg)`` for each of ``args``, after a warm-up call with the last: each one's time in ms."""
+    call(args[-1])
+    times = []
+    for arg in args:
+        t0 = time.perf_counter()
+        call(arg)
+        times.append((time.perf_counter() - t0) * 1000)
+    return times
 
 
 def _env_value(value: object) -> str:

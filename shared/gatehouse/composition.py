@@ -33,6 +33,7 @@ from gatehouse.db import pool as statements_pool
 from gatehouse.dispatch import Dispatcher
 from gatehouse.events import EventBus
 from gatehouse.fanout import FanOutHandlers, SkipStreaks
+from gatehouse.freshness import FreshnessStore, slos
 from gatehouse.gate import RedisGate
 from gatehouse.handlers import AccountHandlers, JobHandlers, ModuleHandlers
 from gatehouse.hot import HotAccounts
@@ -96,6 +97,7 @@ class Components:
     wb_limits: dict[str, Limit]
     catalog: CatalogStore
     bulk: BulkStore
+    freshness: FreshnessStore
     search: SearchStore
     notifications: NotificationStore
     modules: ModuleStates
@@ -218,6 +220,9 @@ def bootstrap(
         wb_limits=client_limits(settings.wb_limits, settings.wb_limit_headroom),
         catalog=catalog,
         bulk=bulk,
+        freshness=FreshnessStore(
+            engine, statements, slos(schedules(settings.schedules), settings.freshness_slo)
+        ),
         search=SearchStore(engine),
         notifications=notifications,
         modules=modules,

@@ -103,6 +103,9 @@ class JobType:
     run_time_limit_ms: int = 300_000
     # How long its finished jobs are kept (gatehouse.retention); the default: the settings'.
     retention: Retention = SETTINGS_RETENTION
+    # The WB datasets of its account a completed run brings up to date (gatehouse.freshness): recorded
+    # in the transaction that writes its completion. A user import of a chosen period refreshes none.
+    refreshes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.gate is not None and self.gate.tier != self.tier:
@@ -206,7 +209,7 @@ WB_SYNC_LIMIT_MS = 30 * MINUTE
 USER_RETENTION = Retention(failed="90d")
 
 
-def _user(name: str) -> JobType:
+def _user(name: str, refreshes: tuple[str, ...] = ()) -> JobType:
     return register(
         JobType(
             name,
@@ -216,15 +219,17 @@ def _user(name: str) -> JobType:
             emits="wb.job",
             run_time_limit_ms=WB_SYNC_LIMIT_MS,
             retention=USER_RETENTION,
+            refreshes=refreshes,
         )
     )
 
 
 IMPORT_USER_FEEDS = _user("import-user-feeds")
 IMPORT_USER_REPORT = _user("import-user-report")
-AUTOBIDDER_SYNC_USER = _user("autobidder-sync-user")
+# Its fullstats stop at yesterday: it refreshes the campaigns, not their stats.
+AUTOBIDDER_SYNC_USER = _user("autobidder-sync-user", ("campaigns",))
 # Stocks use another WB bucket than the gated syncs, but a user's sync waits its turn like the others.
-INVENTORY_SYNC_USER = _user("inventory-sync-user")
+INVENTORY_SYNC_USER = _user("inventory-sync-user", ("stocks",))
 IMPORT_KINDS = {"feeds": IMPORT_USER_FEEDS, "report": IMPORT_USER_REPORT}
 
 # Scheduled jobs: one per active account from a fan-out tick; one attempt (the
@@ -241,7 +246,7 @@ SCHEDULED_QUEUE = "wb-scheduled"
 SCHEDULED_RETENTION = Retention(completed="1h", failed="7d")
 
 
-def _scheduled(name: str, max_wait_ms: int | None) -> JobType:
+def _scheduled(name: str, max_wait_ms: int | None, refreshes: tuple[str, ...] = ()) -> JobType:
     gate = GateSpec("scheduled", max_wait_ms) if max_wait_ms is not None else None
     return register(
         JobType(
@@ -252,18 +257,19 @@ def _scheduled(name: str, max_wait_ms: int | None) -> JobType:
             emits="wb.job",
             run_time_limit_ms=WB_SYNC_LIMIT_MS,
             retention=SCHEDULED_RETENTION,
+            refreshes=refreshes,
         )
     )
 
 
 # = its interval; its schedule's max wait follows its cron (gatehouse.schedules, max_wait_is_cadence).
-SYNC_INCREMENTAL = _scheduled("digitization:sync-account", 30 * MINUTE)
-SYNC_BACKFILL = _scheduled("digitization:sync-account-backfill", 180 * MINUTE)
-RNP_ADS = _scheduled("rnp:ads-sync-account", 5 * MINUTE)  # its cadence
-RNP_FINANCE = _scheduled("rnp:finance-sync-account", 360 * MINUTE)
+SYNC_INCREMENTAL = _scheduled("digitization:sync-account", 30 * MINUTE, ("orders", "sales"))
+SYNC_BACKFILL = _scheduled("digitization:sync-account-backfill", 180 * MINUTE)  # the past, not now
+RNP_ADS = _scheduled("rnp:ads-sync-account", 5 * MINUTE, ("campaigns", "campaign-stats"))  # its cadence
+RNP_FINANCE = _scheduled("rnp:finance-sync-account", 360 * MINUTE, ("report",))  # up to yesterday
 # Other WB buckets: not gated (opting in is one line: a max wait here).
-INVENTORY_SYNC = _scheduled("inventory-sync", None)
-CATALOG_SYNC = _scheduled("catalog-sync", None)
+INVENTORY_SYNC = _scheduled("inventory-sync", None, ("stocks",))
+CATALOG_SYNC = _scheduled("catalog-sync", None, ("cards",))
 
 # Notifications: one e-mail per notification, on its own queue so a slow or
 # down SMTP server never holds up other work; 6 attempts, 30 s · 2^(n-1) apart

@@ -119,6 +119,9 @@ class Settings(BaseSettings):
     reconcile_interval_cron: str = "* * * * *"
     # Periodic syncs (gatehouse.schedules): JSON {name: {"cron", "max_wait_ms", "spread_ms", "enabled"}} overrides.
     schedules: dict[str, dict[str, Any]] = {}
+    # Data freshness (gatehouse.freshness): JSON {dataset: max age in seconds} overrides the SLO its
+    # schedule gives it (2 × cadence + spread).
+    freshness_slo: dict[str, int] = {}
     reconcile_grace_ms: int = 10_000
 
     # Set by gatehouse-api / gatehouse-worker for their children (prometheus-client

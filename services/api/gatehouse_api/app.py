@@ -11,6 +11,7 @@ from dramatiq import Worker
 
 from gatehouse import traces
 from gatehouse.composition import Components, bootstrap
+from gatehouse.freshness import FreshnessGauges
 from gatehouse.live_metrics import LiveMetrics
 from gatehouse.operations import Operations
 from gatehouse.schedules import schedules
@@ -43,6 +44,8 @@ from gatehouse_api.resources.health import Health, Metrics, Ready, StoreChecks
 from gatehouse_api.unrouted import NoRoute
 
 log = logging.getLogger(__name__)
+# The freshness gauges are read from PostgreSQL at most this often per API worker (a scrape is ~15 s).
+FRESHNESS_TTL_S = 10.0
 
 
 def create_app(c: Components) -> falcon.App:
@@ -118,6 +121,7 @@ def create_app(c: Components) -> falcon.App:
                 prefix=s.broker_namespace,
                 schedules=[x.name for x in schedules(s.schedules).values() if x.enabled],
             ),
+            FreshnessGauges(c.freshness, ttl_s=FRESHNESS_TTL_S),
         ),
         "/openapi.json": OpenApi(),
         "/v1/accounts": accounts.Accounts(c.account_handlers, **body),
@@ -133,6 +137,7 @@ def create_app(c: Components) -> falcon.App:
             f"/v1/accounts/{{account_id:uuid}}/webhooks/endpoints{sub}": resource(*hooks, **body)
             for sub, resource in webhooks.ENDPOINT_ROUTES.items()
         },
+        "/v1/accounts/{account_id:uuid}/freshness": accounts.AccountFreshness(c.freshness),
         "/v1/jobs/{job_id:uuid}": jobs.JobStatus(jobs_read),
         "/v1/jobs/{job_id:uuid}/retry": jobs.JobRetry(c.job_handlers),
         "/v1/jobs/{job_id:uuid}/cancel": jobs.JobCancel(c.job_handlers),
@@ -163,6 +168,7 @@ def create_app(c: Components) -> falcon.App:
         ),
         "/v1/admin/catalog/bulk-operations/{operation_id:uuid}": bulk.BulkOperation(bulk_views),
         "/v1/admin/catalog/bulk-operations/{operation_id:uuid}/failures": bulk.BulkFailures(bulk_views),
+        "/v1/admin/catalog/bulk-operations/{operation_id:uuid}/revert": bulk.BulkRevert(c.catalog_handlers),
         "/v1/admin/carts": sweeps.Carts(*sweep_parts, **body),
         "/v1/admin/carts/{cart_id:uuid}": sweeps.Cart(*sweep_parts, **body),
         "/v1/admin/price-lists": sweeps.PriceLists(*sweep_parts, **body),
@@ -199,6 +205,7 @@ def create_app(c: Components) -> falcon.App:
         account_handlers=c.account_handlers,
         sign_in=guard("console"),
         key_rotation=c.key_rotation,
+        freshness=c.freshness,
     )
     for path, resource in {**routes, **console_routes}.items():
         app.add_route(path, with_head(resource))

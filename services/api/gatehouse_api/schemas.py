@@ -13,6 +13,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainValidator,
+    RootModel,
     StringConstraints,
     WithJsonSchema,
 )
@@ -491,6 +492,30 @@ class NotificationList(Reply):
     items: list[NotificationView] = Field(description="the newest 100, newest first")
 
 
+# -- data freshness ----------------------------------------------------------------------
+
+
+class FreshnessSlo(Reply):
+    maxAgeSeconds: int = Field(
+        description="older than this the dataset is stale (FRESHNESS_SLO, or 2 × its schedule's cadence + spread)"
+    )
+
+
+class DatasetFreshness(Reply):
+    dataset: Literal["orders", "sales", "report", "campaigns", "campaign-stats", "stocks", "cards"]
+    lastSyncedAt: datetime | None = Field(
+        description="when a completed job last brought it up to date; null: never"
+    )
+    lastJobId: uuid.UUID | None = Field(description="that job")
+    ageSeconds: int | None = Field(description="seconds since lastSyncedAt; null: never synced")
+    slo: FreshnessSlo
+    stale: bool = Field(description="never synced, or older than slo.maxAgeSeconds")
+
+
+class AccountFreshness(Reply):
+    datasets: list[DatasetFreshness] = Field(description="every dataset, in a fixed order")
+
+
 # -- catalog bulk operations ----------------------------------------------------------
 
 BULK_IDS_MAX = 100_000
@@ -510,6 +535,9 @@ class CreateBulkOperation(Body):
     productIds: Annotated[list[uuid.UUID], Field(min_length=1, max_length=BULK_IDS_MAX)] = None
     filter: BulkFilter = None
     patch: PatchProduct
+    dryRun: bool = Field(
+        False, description="true: answer what it would change (BulkPreview), write nothing, whatever its size"
+    )
 
 
 class BulkCounters(Reply):
@@ -536,9 +564,32 @@ class BulkOperationView(Reply):
     finishedAt: datetime | None
     error: dict[str, Any] | None
     request: dict[str, Any] = Field(
-        description="what it applies: the patch and the filter as sent (listed productIds are counted in total)"
+        description=(
+            "what it applies: the patch and the filter as sent (listed productIds are counted in total); "
+            'a revert: {"revertOf"}'
+        )
     )
+    revertOf: uuid.UUID | None = Field(description="the operation it reverts; null: not a revert")
     links: dict[str, str]
+
+
+class BulkPreviewItem(Reply):
+    productId: uuid.UUID
+    sku: str
+    before: dict[str, Any] = Field(description="the fields the patch would change, as they are")
+    after: dict[str, Any] = Field(description="those fields as the patch would leave them")
+
+
+class BulkPreview(Reply):
+    """A dry run (``dryRun: true``): nothing was written."""
+
+    matched: int = Field(description="the existing products the selection matches")
+    wouldChange: int = Field(description="how many of them the patch would change")
+    sample: list[BulkPreviewItem] = Field(description="the first 20 it would change, by product id")
+
+
+class BulkCreated(RootModel[BulkOperationView | BulkPreview]):
+    """The operation applied at once, or (``dryRun``) what it would do."""
 
 
 class BulkOperationPage(Reply):

@@ -51,6 +51,7 @@ from gatehouse import run_decision as rd
 from gatehouse.accounts import Accounts
 from gatehouse.errors import JobPaused, PermanentJobError, RetryLater, RunTimeLimitExceeded, error_info
 from gatehouse.fanout import SKIP_STREAK_FIELD, SkipStreaks
+from gatehouse.freshness import FreshnessStore
 from gatehouse.gate import RedisGate, job_of, owner
 from gatehouse.job_types import JobType, Policies, RunTimeLimits, announces, outcome_event, progress_event
 from gatehouse.jobs import Claim, JobMessage, JobStore, Outcome, datetime_to_ms
@@ -105,6 +106,7 @@ class JobRuntime(Middleware):
         streaks: SkipStreaks,
         rows: RowBatches,
         accounts: Accounts,
+        freshness: FreshnessStore,
     ) -> None:
         self.uow, self.jobs, self.gate, self.pauses = uow, jobs, gate, pauses
         self.accounts = accounts  # marks an account whose token WB rejected
@@ -114,6 +116,7 @@ class JobRuntime(Middleware):
         self.limits = limits
         self.streaks = streaks
         self.rows = rows  # the claims and outcomes of this process's threads, batched
+        self.freshness = freshness
 
     # -- Dramatiq hooks ------------------------------------------------------------
 
@@ -422,12 +425,13 @@ class JobRuntime(Middleware):
         wb_token: str | None,
     ) -> None:
         """The outcome; a type that emits raises its event in the same transaction (a retried write starts
-        afresh), as does a job WB rejected the account's token (``wb_token``) on: the account is marked."""
+        afresh), as does a job WB rejected the account's token (``wb_token``) on: the account is marked;
+        a completed run also records the datasets its type refreshes (gatehouse.freshness)."""
         ended = FINISHED[t.kind]  # the attempt record's outcome: completed, skipped or failed
         rejected = (
             t.reason == WbUnauthorized.code and claim.job.account_id is not None and wb_token is not None
         )
-        if not job_type.emits and not rejected:  # one statement: batched with the other threads' outcomes
+        if not (job_type.emits or job_type.refreshes or rejected):  # one statement: batched with the others'
             self.rows.finish(Outcome(claim, state, progress, t.result, t.error, ended))
             return
         with self.uow.begin() as tx:
@@ -445,6 +449,8 @@ class JobRuntime(Middleware):
                 )
             ):
                 tx.publish(event)
+            if t.kind == "complete" and job_type.refreshes and claim.job.account_id is not None:
+                self.freshness.record(tx, claim.job.account_id, job_type.refreshes, claim.job.id)
 
     def _write(self, write: Callable[[], Any], job_id: uuid.UUID) -> Any:
         """A row write that rides out a short PostgreSQL outage, up to the row's lease.

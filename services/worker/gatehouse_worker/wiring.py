@@ -108,6 +108,7 @@ def job_runtime(c: Components) -> JobRuntime:
         ),
         streaks=c.skip_streaks,
         rows=RowBatches(c.jobs, worker=worker, lease_ms=s.job_lease_ms),
+        freshness=c.freshness,
     )
 
 

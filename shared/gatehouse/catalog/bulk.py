@@ -55,7 +55,7 @@ from gatehouse.catalog import documents, rules
 from gatehouse.catalog.rules import Price, ProductPatch
 from gatehouse.catalog.store import CatalogStore
 from gatehouse.db import one_or_404
-from gatehouse.errors import NotFound, ValidationFailed
+from gatehouse.errors import Conflict, NotFound, ValidationFailed
 from gatehouse.events import Event
 from gatehouse.job_types import CATALOG_BULK_OPERATION
 from gatehouse.jobs import JobStore
@@ -134,6 +134,7 @@ class OperationRecord:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    revert_of: uuid.UUID | None
 
 
 COLUMNS = ", ".join(f.name for f in fields(OperationRecord))
@@ -165,6 +166,16 @@ FAILURES = text(
 
 
 @dataclass(frozen=True)
+class Preview:
+    """A dry run: the products the selection matches, how many the patch would change, and the first
+    PREVIEW_SAMPLE of those (by id) as ``{productId, sku, before, after}`` of the changed fields."""
+
+    matched: int
+    would_change: int
+    sample: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
 class Selection:
     """Exactly one of: the listed product ids, or a filter over the catalog."""
 
@@ -185,17 +196,13 @@ def patch_from_json(patch: dict[str, Any]) -> ProductPatch:
     )
 
 
-def _selected(selection: Selection) -> tuple[str, dict[str, Any]]:
-    """A query of the selection's product ids as one sorted array, and its parameters.
-
-    The ids are resolved and sorted in PostgreSQL: a filter's never travel, and listed ones travel
-    once, as one ``uuid[]`` literal (psycopg adapts a list element by element, ~4 µs each).
-    """
+def _matching(selection: Selection) -> tuple[str, dict[str, Any]]:
+    """The selection as a condition on ``products``, and its parameters (listed ids travel once, as
+    one ``uuid[]`` literal: psycopg adapts a list element by element, ~4 µs each)."""
     if selection.product_ids is not None:
-        # Unknown ids stay: each is counted as a failed item when its batch runs.
         ids = "{" + ",".join(map(str, selection.product_ids)) + "}"
-        return "SELECT array_agg(DISTINCT i ORDER BY i) FROM unnest(CAST(:ids AS uuid[])) AS i", {"ids": ids}
-    where, params = [], {}
+        return "id = ANY(CAST(:ids AS uuid[]))", {"ids": ids}
+    where, params = ["true"], {}
     if selection.status:
         where.append("status = :status")
         params["status"] = selection.status
@@ -205,10 +212,17 @@ def _selected(selection: Selection) -> tuple[str, dict[str, Any]]:
     if selection.attributes:
         where.append("attributes @> CAST(:attributes AS jsonb)")
         params["attributes"] = json.dumps(selection.attributes)
-    sql = "SELECT array_agg(id ORDER BY id) FROM products" + (
-        f" WHERE {' AND '.join(where)}" if where else ""
-    )
-    return sql, params
+    return " AND ".join(where), params
+
+
+def _selected(selection: Selection) -> tuple[str, dict[str, Any]]:
+    """A query of the selection's product ids as one sorted array, and its parameters: resolved and
+    sorted in PostgreSQL, so a filter's never travel."""
+    where, params = _matching(selection)
+    if selection.product_ids is not None:
+        # Unknown ids stay: each is counted as a failed item when its batch runs.
+        return "SELECT array_agg(DISTINCT i ORDER BY i) FROM unnest(CAST(:ids AS uuid[])) AS i", params
+    return f"SELECT array_agg(id ORDER BY id) FROM products WHERE {where}", params
 
 
 # The operation with its selection; no row when the selection matches no product.
@@ -218,6 +232,17 @@ INSERT_OPERATION = f"""
     FROM ({{selection}}) AS selected(ids) WHERE ids IS NOT NULL
     RETURNING {COLUMNS}
     """
+# A revert of operation ``of``: the products its audit rows name (on the partial index by operation),
+# sorted; an operation that changed none makes an empty revert (it completes at its first batch).
+INSERT_REVERT = text(
+    f"""
+    INSERT INTO catalog_bulk_operations (id, type, requester, request, product_ids, total, revert_of)
+    SELECT :id, 'product_bulk_update', :requester, CAST(:request AS jsonb), ids, cardinality(ids), :of
+    FROM (SELECT coalesce(array_agg(DISTINCT CAST(entity_id AS uuid) ORDER BY CAST(entity_id AS uuid)), '{{}}')
+          FROM audit_log WHERE operation_id = :of AND entity = 'product') AS audited(ids)
+    RETURNING {COLUMNS}
+    """
+)
 # A batch's first statement. It locks the operation (a second run of it waits here, then reads
 # the cursor the first one left) and reads what the batch needs: a re-index takes its next ids
 # (arrays are 1-based), a bulk update reads them in place in its next statement, so they never
@@ -227,7 +252,7 @@ INSERT_OPERATION = f"""
 START = text(
     """
     WITH op AS (
-      SELECT type, request->'patch' AS patch, status, cursor, total,
+      SELECT type, request->'patch' AS patch, revert_of, status, cursor, total,
         product_ids[cursor + 1 : cursor + :size] AS batch
       FROM catalog_bulk_operations WHERE id = :id FOR UPDATE
     ), locked AS (
@@ -236,7 +261,7 @@ START = text(
         AS uuid[]))
       ORDER BY id FOR UPDATE
     )
-    SELECT type, patch, status, cursor, total, CASE WHEN type = 'search_reindex' THEN batch END AS batch,
+    SELECT type, patch, revert_of, status, cursor, total, CASE WHEN type = 'search_reindex' THEN batch END AS batch,
       (SELECT count(*) FROM locked) AS locked
     FROM op
     """
@@ -346,19 +371,22 @@ def _patch_params(patch: ProductPatch) -> dict[str, Any]:
     return params
 
 
-def _patch_batch(patch: ProductPatch, *, status_documents: bool) -> TextClause:
-    """A whole batch of a bulk update in one statement, set-based, after START.
+# The products of a batch (a CTE ``batch`` of one row: ``ids``, a uuid[]).
+BATCH_PRODUCTS = "id = ANY(CAST((SELECT ids FROM batch) AS uuid[]))"
 
-    For the batch's products it derives what the patch changes (the same patch for all: only its
-    fields are read and compared), writes the changed products and one audit row each with
-    before/after of only the changed fields, moves their documents' status when
-    ``status_documents``, and advances the operation. The rules are gatehouse.catalog.rules.apply's,
-    in SQL. A product the patch would take past ATTRIBUTES_MAX attributes is left as it is and is a
-    failed item, as is an unknown id. Returns the operation's columns, then ``updated``: the ids of
-    the changed products.
-    """
-    # (An empty attributes object patches nothing.)
-    patched = {name: f for name, f in FIELDS.items() if getattr(patch, name) not in (None, {})}
+
+def _patched(patch: ProductPatch) -> dict[str, _Field]:
+    """The fields the patch sets (an empty attributes object patches nothing)."""
+    return {name: f for name, f in FIELDS.items() if getattr(patch, name) not in (None, {})}
+
+
+def _change(patch: ProductPatch, products: str = BATCH_PRODUCTS, *, materialized: bool = True) -> str:
+    """Two CTEs: ``current``, the ``products`` (a condition) as they are, and ``change``, each one the
+    patch changes with ``too_many`` (it would take it past ATTRIBUTES_MAX) and ``before``/``after`` of
+    only its changed fields. The rules are gatehouse.catalog.rules.apply's, in SQL: a bulk update's
+    batch writes them, a dry run counts them. Not ``materialized``, each reader of ``change`` computes
+    only what it reads (a count builds no before/after)."""
+    patched = _patched(patch)
 
     def changed(part: str) -> str:  # the changed fields' ``part``, as one JSON object
         return (
@@ -369,6 +397,42 @@ def _patch_batch(patch: ProductPatch, *, status_documents: bool) -> TextClause:
         )
 
     sets_attributes = any(v is not None for v in (patch.attributes or {}).values())
+    return f"""current AS (
+          SELECT {", ".join(["ctid", "id", "sku", *(f.columns for f in patched.values())])} FROM products
+          WHERE {products}
+        ), change AS {"" if materialized else "NOT MATERIALIZED "}(
+          SELECT o.ctid, o.id, o.sku, {TOO_MANY if sets_attributes else "false"} AS too_many,
+            {changed("before")} AS before, {changed("after")} AS after
+          FROM current AS o{ATTRIBUTE_CHANGE if patch.attributes else ""}
+          WHERE {" OR ".join(f.changed for f in patched.values()) or "false"}
+        )"""
+
+
+def _failures(*more: str) -> str:
+    """The batch's failed items as the CTE ``failures`` (one JSON array ``items``), in the batch's order
+    (its ids are sorted): the unknown ids, then ``more`` (queries of ``(k, id, reason)``, k from 2)."""
+    return f"""failures AS MATERIALIZED (
+          SELECT coalesce(jsonb_agg(jsonb_build_object('productId', id, 'reason', reason) ORDER BY k, id),
+            '[]'::jsonb) AS items
+          FROM (
+            SELECT 1, id, 'product not found' FROM unnest(CAST((SELECT ids FROM batch) AS uuid[])) AS id
+            WHERE id NOT IN (SELECT id FROM current)
+            {"".join(f" UNION ALL {m}" for m in more)}
+          ) AS f(k, id, reason)
+        ), advanced AS ({_advance("SELECT cardinality(ids), (SELECT items FROM failures) FROM batch")})
+        SELECT *, ARRAY(SELECT id::text FROM updated) AS updated FROM advanced"""
+
+
+def _patch_batch(patch: ProductPatch, *, status_documents: bool) -> TextClause:
+    """A whole batch of a bulk update in one statement, set-based, after START.
+
+    For the batch's products it derives what the patch changes (``_change``; locked by START, no
+    other write moves them, so they are found again by ctid), writes the changed products and one
+    audit row each (with the operation's id) with before/after of only the changed fields, moves
+    their documents' status when ``status_documents``, and advances the operation. A product the
+    patch would take past ATTRIBUTES_MAX attributes is left as it is and is a failed item, as is an
+    unknown id. Returns the operation's columns, then ``updated``: the ids of the changed products.
+    """
     status = (
         "," + documents.STATUS_CTES.format(ids="SELECT id FROM updated", status="CAST(:status AS text)")
         if status_documents
@@ -377,37 +441,92 @@ def _patch_batch(patch: ProductPatch, *, status_documents: bool) -> TextClause:
     return text(
         f"""
         WITH batch AS ({BATCH_IDS}
-        ), current AS (  -- locked by START: no other write moves them, so they are found again by ctid
-          SELECT {", ".join(["ctid", "id", *(f.columns for f in patched.values())])} FROM products
-          WHERE id = ANY(CAST((SELECT ids FROM batch) AS uuid[]))
-        ), change AS (
-          SELECT o.ctid, o.id, {TOO_MANY if sets_attributes else "false"} AS too_many,
-            {changed("before")} AS before, {changed("after")} AS after
-          FROM current AS o{ATTRIBUTE_CHANGE if patch.attributes else ""}
-          WHERE {" OR ".join(f.changed for f in patched.values()) or "false"}
-        ), changed AS (
+        ), {_change(patch)}, changed AS (
           SELECT ctid, id, before, after FROM change WHERE NOT too_many
         ), updated AS (
-          UPDATE products SET {", ".join([*(f.assign for f in patched.values()), "updated_at = now()"])}
+          UPDATE products SET {", ".join([*(f.assign for f in _patched(patch).values()), "updated_at = now()"])}
           WHERE ctid = ANY(ARRAY(SELECT ctid FROM changed))
           RETURNING id
         ), audited AS (
-          INSERT INTO audit_log (actor, action, entity, entity_id, before, after)
-          SELECT :actor, 'product.bulk_update', 'product', id::text, before, after FROM changed
-        ){status}, failures AS MATERIALIZED (
-          -- In the batch's order (its ids are sorted): the unknown ids, then the ones with too many.
-          SELECT coalesce(jsonb_agg(jsonb_build_object('productId', id, 'reason', reason) ORDER BY k, id),
-            '[]'::jsonb) AS items
-          FROM (
-            SELECT 1, id, 'product not found' FROM unnest(CAST((SELECT ids FROM batch) AS uuid[])) AS id
-            WHERE id NOT IN (SELECT id FROM current)
-            UNION ALL
-            SELECT 2, id, 'more than {rules.ATTRIBUTES_MAX} attributes' FROM change WHERE too_many
-          ) AS f(k, id, reason)
-        ), advanced AS ({_advance("SELECT cardinality(ids), (SELECT items FROM failures) FROM batch")})
-        SELECT *, ARRAY(SELECT id::text FROM updated) AS updated FROM advanced
+          INSERT INTO audit_log (actor, action, entity, entity_id, before, after, operation_id)
+          SELECT :actor, 'product.bulk_update', 'product', id::text, before, after, :id FROM changed
+        ){status}, {_failures(f"SELECT 2, id, 'more than {rules.ATTRIBUTES_MAX} attributes' FROM change WHERE too_many")}
         """
     )
+
+
+# A dry run: what the operation would do, without writing (``{products}``: _matching's condition).
+# One pass over ``change`` counts the products it would change and picks the sample's ids; only
+# those rows then build their before/after (``change`` is not materialized: each reader computes
+# only what it reads).
+PREVIEW_SAMPLE = 20
+
+
+def _preview(patch: ProductPatch, products: str) -> TextClause:
+    return text(
+        f"""
+        WITH {_change(patch, products, materialized=False)}, picked AS (
+          SELECT id, count(*) OVER () AS would FROM change WHERE NOT too_many ORDER BY id LIMIT {PREVIEW_SAMPLE}
+        )
+        SELECT (SELECT count(*) FROM current), coalesce((SELECT max(would) FROM picked), 0),
+          (SELECT coalesce(jsonb_agg(jsonb_build_object('productId', id, 'sku', sku, 'before', before,
+             'after', after) ORDER BY id), '[]'::jsonb)
+           FROM change WHERE id IN (SELECT id FROM picked))
+        """
+    )
+
+
+# A revert's batch (after START): each product of the batch gets back the before-values the reverted
+# operation's audit row recorded, unless an audit row of the product is newer than that one (it was
+# edited since: a failed item, changed-since). Its own audit rows are the reverse of those, with its id.
+def _restore(field: str, key: str, value: str) -> str:
+    """The SET of a product column ``p.field`` from the audited ``r.before``, if it holds ``key``."""
+    return f"{field} = CASE WHEN r.before ? '{key}' THEN {value} ELSE p.{field} END"
+
+
+RESTORES = ",\n        ".join(
+    [
+        _restore("name", "name", "r.before->>'name'"),
+        _restore("description", "description", "r.before->>'description'"),
+        _restore("status", "status", "r.before->>'status'"),
+        _restore("price_amount", "price", "CAST(r.before->'price'->>'amount' AS bigint)"),
+        _restore("price_currency", "price", "r.before->'price'->>'currency'"),
+        # An attribute the operation added was recorded as null before: removed again.
+        _restore(
+            "attributes",
+            "attributes",
+            "(p.attributes || jsonb_strip_nulls(r.before->'attributes')) - "
+            "ARRAY(SELECT k FROM jsonb_each(r.before->'attributes') AS e(k, v) WHERE v = 'null')",
+        ),
+        "updated_at = now()",
+    ]
+)
+REVERT_BATCH = text(
+    f"""
+    WITH batch AS ({BATCH_IDS}
+    ), current AS (
+      SELECT ctid, id FROM products WHERE {BATCH_PRODUCTS}
+    ), audited AS (
+      SELECT a.id AS audit_id, CAST(a.entity_id AS uuid) AS id, a.before, a.after FROM audit_log AS a
+      WHERE a.operation_id = (SELECT revert_of FROM catalog_bulk_operations WHERE id = :id)
+        AND a.entity = 'product' AND a.entity_id = ANY(CAST((SELECT ids FROM batch) AS text[]))
+    ), since AS (
+      SELECT au.id FROM audited AS au WHERE EXISTS (
+        SELECT FROM audit_log AS n WHERE n.entity = 'product' AND n.entity_id = au.id::text AND n.id > au.audit_id)
+    ), restore AS (
+      SELECT c.ctid, au.id, au.before, au.after FROM current AS c JOIN audited AS au USING (id)
+      WHERE au.id NOT IN (SELECT id FROM since)
+    ), updated AS (
+      UPDATE products AS p SET
+        {RESTORES}
+      FROM restore AS r WHERE p.ctid = r.ctid
+      RETURNING p.id
+    ), audited_revert AS (
+      INSERT INTO audit_log (actor, action, entity, entity_id, before, after, operation_id)
+      SELECT :actor, 'product.bulk_revert', 'product', id::text, after, before, :id FROM restore
+    ), {_failures("SELECT 2, id, 'changed-since' FROM since WHERE id IN (SELECT id FROM current)")}
+    """
+)
 
 
 INSERT_REINDEX = text(
@@ -524,12 +643,59 @@ class BulkStore:
             raise ValidationFailed("the selection matches no product", field="filter")
         return OperationRecord(*row)
 
-    def run_whole(self, tx: Tx, op: OperationRecord, patch: ProductPatch, *, actor: str) -> OperationRecord:
-        """A small operation in its creating transaction: every product at once; nobody to notify."""
+    def run_whole(
+        self, tx: Tx, op: OperationRecord, patch: ProductPatch | None, *, actor: str
+    ) -> OperationRecord:
+        """A small operation in its creating transaction, every product at once (a revert: ``patch``
+        None, maybe of no product); nobody to notify."""
         tx.conn.execute(START, {"id": op.id, "size": op.total})
-        done = self._batch(tx, op.id, patch, op.total, actor)
+        if patch is None:
+            done = self._revert_batch(tx, op.id, op.total, actor)
+        else:
+            done = self._batch(tx, op.id, patch, op.total, actor)
         self.ended(tx, done, notify=False)
         return done
+
+    def preview(self, selection: Selection, patch: ProductPatch) -> Preview:
+        """What the operation would do (a dry run): one read, nothing written."""
+        products, params = _matching(selection)
+        with self.engine.connect() as conn:
+            self._require_attributes(conn, patch)
+            matched, would, sample = conn.execute(
+                _preview(patch, products), {**params, **_patch_params(patch)}
+            ).one()
+        return Preview(matched, would, sample)
+
+    def insert_revert(self, tx: Tx, op_id: uuid.UUID, *, requester: uuid.UUID | None) -> OperationRecord:
+        """Record the revert of a finished bulk update over the products its audit rows name.
+
+        NotFound for an unknown operation (or a re-index: nothing to revert); 409 OPERATION_NOT_FINISHED
+        while it is pending or running (its audit rows are not all written yet).
+        """
+        row = tx.conn.execute(
+            text(
+                "SELECT status FROM catalog_bulk_operations WHERE id = :id AND type = 'product_bulk_update' FOR SHARE"
+            ),
+            {"id": op_id},
+        ).one_or_none()
+        if row is None:
+            raise NotFound(f"bulk operation {op_id} not found")
+        if row.status in LIVE:
+            raise Conflict(
+                f"bulk operation {op_id} is {row.status}: revert it once it has finished",
+                code="OPERATION_NOT_FINISHED",
+            )
+        return OperationRecord(
+            *tx.conn.execute(
+                INSERT_REVERT,
+                {
+                    "id": uuid.uuid4(),
+                    "of": op_id,
+                    "requester": requester,
+                    "request": json.dumps({"revertOf": str(op_id)}),
+                },
+            ).one()
+        )
 
     def queue(self, tx: Tx, op_id: uuid.UUID) -> None:
         """The operation's job (same id): its body runs the batches."""
@@ -564,6 +730,8 @@ class BulkStore:
             return None  # done already: a duplicate or late run
         if op.type == "search_reindex":
             done = self._reindex_batch(tx, op_id, op.batch, last=op.cursor + len(op.batch) >= op.total)
+        elif op.revert_of is not None:
+            done = self._revert_batch(tx, op_id, batch_size, actor)
         else:
             done = self._batch(tx, op_id, patch_from_json(op.patch), batch_size, actor)
         if done.status == "completed":
@@ -584,7 +752,19 @@ class BulkStore:
         ).one()
         if refresh == "document":
             documents.refresh(conn, updated)
-        if updated:  # one event per batch, with the ids it changed
+        return self._updated(tx, op_id, columns, updated, actor)
+
+    def _revert_batch(self, tx: Tx, op_id: uuid.UUID, size: int, actor: str) -> OperationRecord:
+        """The next batch of a revert (START has locked its products): their documents are rebuilt,
+        whatever fields it restored."""
+        *columns, updated = tx.conn.execute(REVERT_BATCH, {"id": op_id, "size": size, "actor": actor}).one()
+        documents.refresh(tx.conn, updated)
+        return self._updated(tx, op_id, columns, updated, actor)
+
+    @staticmethod
+    def _updated(tx: Tx, op_id: uuid.UUID, columns: list, updated: list[str], actor: str) -> OperationRecord:
+        """A batch's ``catalog.product.updated`` (one per batch, with the ids it changed) and its operation."""
+        if updated:
             tx.publish(
                 Event(
                     "catalog.product.updated",

@@ -12,13 +12,13 @@ from collections.abc import Callable
 from typing import Any
 
 from gatehouse.audit import ADMIN_ACTOR
-from gatehouse.catalog.bulk import BulkStore, OperationRecord, Reindex, Selection
+from gatehouse.catalog.bulk import BulkStore, OperationRecord, Preview, Reindex, Selection
 from gatehouse.catalog.rules import NewProduct, ProductPatch, check_patch
 from gatehouse.catalog.store import CatalogStore
 from gatehouse.catalog.tables import AttributeRecord, ProductRecord
 from gatehouse.errors import error_info
 from gatehouse.events import Event
-from gatehouse.uow import UnitOfWork
+from gatehouse.uow import Tx, UnitOfWork
 
 
 class CatalogHandlers:
@@ -89,14 +89,34 @@ class CatalogHandlers:
         requester: uuid.UUID | None,
         actor: str,
     ) -> OperationRecord:
-        """Record the operation; up to BULK_SYNC_THRESHOLD products it runs here, in the same
-        transaction, else its job runs it (status ``pending`` until then)."""
+        """Record the operation and run or queue it (``_run_or_queue``)."""
         check_patch(patch)
         with self.uow.begin() as tx:
             op = self.bulk.insert(tx, selection, patch, request, requester=requester)
-            if op.total <= self.sync_threshold:
-                return self.bulk.run_whole(tx, op, patch, actor=actor)
-            self.bulk.queue(tx, op.id)
+            return self._run_or_queue(tx, op, patch, actor)
+
+    def preview_bulk_operation(self, selection: Selection, patch: ProductPatch) -> Preview:
+        """A dry run of ``create_bulk_operation``: what it would change, nothing written, any size."""
+        check_patch(patch)
+        return self.bulk.preview(selection, patch)
+
+    def revert_bulk_operation(
+        self, op_id: uuid.UUID, *, requester: uuid.UUID | None, actor: str
+    ) -> OperationRecord:
+        """A new bulk operation that restores what a finished one's audit rows recorded before it,
+        product by product (one edited since is a failed item, changed-since); run like any other."""
+        with self.uow.begin() as tx:
+            op = self.bulk.insert_revert(tx, op_id, requester=requester)
+            return self._run_or_queue(tx, op, None, actor)
+
+    def _run_or_queue(
+        self, tx: Tx, op: OperationRecord, patch: ProductPatch | None, actor: str
+    ) -> OperationRecord:
+        """Up to BULK_SYNC_THRESHOLD products the operation (``patch`` None: a revert) runs here, in its
+        creating transaction; more: its job runs it (status ``pending`` until then)."""
+        if op.total <= self.sync_threshold:
+            return self.bulk.run_whole(tx, op, patch, actor=actor)
+        self.bulk.queue(tx, op.id)
         return op
 
     def run_bulk_operation(

@@ -9,6 +9,7 @@ holds its pages and the form actions that are twins of JSON API calls.
 from __future__ import annotations
 
 from gatehouse.accounts import Accounts
+from gatehouse.freshness import FreshnessStore
 from gatehouse.handlers import AccountHandlers, JobHandlers, ModuleHandlers
 from gatehouse.modules import ModuleStates
 from gatehouse.rotation import KeyRotation
@@ -50,6 +51,7 @@ def build(
     account_handlers: AccountHandlers,
     sign_in: AuthGuard,
     key_rotation: KeyRotation,
+    freshness: FreshnessStore,
 ) -> dict[str, object]:
     hooks = (console, webhooks, webhook_actions, modules_)
     pages = {
@@ -57,7 +59,7 @@ def build(
         "/logout": signin.Logout(console),
         "/static/{name}": signin.Static(console),
         "/accounts": account_pages.Accounts(console, gates),
-        "/accounts/{account_id:uuid}": account_pages.Account(console, gates, jobs, accounts),
+        "/accounts/{account_id:uuid}": account_pages.Account(console, gates, jobs, accounts, freshness),
         "/accounts/{account_id:uuid}/keys/{key_id}/revoke": key_pages.RevokeAccountKey(
             console, account_handlers
         ),

@@ -10,9 +10,10 @@ import falcon
 
 from gatehouse.accounts import KEY_PREFIX
 from gatehouse.accounts import Accounts as AccountStore
+from gatehouse.freshness import FreshnessStore
 from gatehouse.job_types import REGISTRY
 from gatehouse_api.console.web import Console, Page, query
-from gatehouse_api.resources.accounts import key_list
+from gatehouse_api.resources.accounts import freshness_view, key_list
 from gatehouse_api.resources.gates import GateViews
 from gatehouse_api.resources.jobs import JobViews, job_view
 
@@ -94,12 +95,19 @@ def timeline(jobs: list[dict], now: datetime) -> tuple[list[str], list[Run], dat
 
 class Account(Page):
     """GET /console/accounts/{accountId}: its gate (GET /v1/admin/accounts/{id}/gate), its
-    recent 429 pauses, the timeline of its gated jobs, its recent jobs (GET /v1/accounts/{id}/jobs)
+    recent 429 pauses, the timeline of its gated jobs, its data freshness (GET /v1/accounts/{id}/freshness), its recent jobs (GET /v1/accounts/{id}/jobs)
     and its keys (GET /v1/accounts/{id}/keys)."""
 
-    def __init__(self, console: Console, gates: GateViews, jobs: JobViews, accounts: AccountStore) -> None:
+    def __init__(
+        self,
+        console: Console,
+        gates: GateViews,
+        jobs: JobViews,
+        accounts: AccountStore,
+        freshness: FreshnessStore,
+    ) -> None:
         super().__init__(console)
-        self.gates, self.jobs, self.accounts = gates, jobs, accounts
+        self.gates, self.jobs, self.accounts, self.freshness = gates, jobs, accounts, freshness
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         view = self.gates.account(account_id)
@@ -120,6 +128,7 @@ class Account(Page):
             },
             jobs=jobs,
             keys=key_list(self.accounts.keys(account_id))["items"],
+            freshness=freshness_view(self.freshness.of_account(account_id))["datasets"],
             key_prefix=KEY_PREFIX,
             by_id=by_id,
             lanes=lanes,

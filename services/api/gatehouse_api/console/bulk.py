@@ -31,6 +31,11 @@ def summary(op: dict[str, Any]) -> list[tuple[str, str]]:
     request = op["request"]
     if op["type"] == "search_reindex":
         return [("Selection", "every product (search re-index)"), ("Reason", str(request.get("reason", "")))]
+    if op["revertOf"]:
+        return [
+            ("Selection", f"{op['counters']['total']} products the reverted operation changed"),
+            ("Reverts", f"{op['revertOf']}: back to what its audit rows recorded before it"),
+        ]
     if "filter" in request:
         chosen = ", ".join(f"{k} = {text(v)}" for k, v in request["filter"].items()) or "the whole catalog"
         rows = [("Selection (filter)", chosen)]

@@ -9,6 +9,7 @@ import falcon
 from gatehouse.accounts import AccountChange
 from gatehouse.accounts import Accounts as AccountStore
 from gatehouse.errors import ValidationFailed
+from gatehouse.freshness import DatasetFreshness, FreshnessStore
 from gatehouse.handlers import AccountHandlers
 from gatehouse.keys import KeyRecord
 from gatehouse.models import Account as AccountModel
@@ -19,12 +20,15 @@ from gatehouse_api.schemas import (
     AccountCreated,
     AccountView,
     CreateAccount,
+    FreshnessSlo,
     IssueKey,
     KeyCreated,
     KeyList,
     KeyView,
     PatchAccount,
 )
+from gatehouse_api.schemas import AccountFreshness as AccountFreshnessView
+from gatehouse_api.schemas import DatasetFreshness as DatasetView
 
 
 def key_list(keys: list[KeyRecord]) -> dict:
@@ -135,3 +139,34 @@ class AccountKey:
         require_admin(req)
         self.handlers.revoke_account_key(account_id, key_id, actor=principal(req).actor)
         resp.status = 204
+
+
+def freshness_view(datasets: list[DatasetFreshness]) -> dict:
+    """An account's datasets as GET /v1/accounts/{id}/freshness and the console's account page show them."""
+    return AccountFreshnessView(
+        datasets=[
+            DatasetView(
+                dataset=d.dataset,
+                lastSyncedAt=d.last_synced_at,
+                lastJobId=d.last_job_id,
+                ageSeconds=d.age_seconds,
+                slo=FreshnessSlo(maxAgeSeconds=d.max_age_seconds),
+                stale=d.stale,
+            )
+            for d in datasets
+        ]
+    ).model_dump(mode="json")
+
+
+class AccountFreshness:
+    def __init__(self, freshness: FreshnessStore) -> None:
+        self.freshness = freshness
+
+    @contract(
+        "When each WB dataset of an account was last brought up to date, against its SLO",
+        (200, AccountFreshnessView, "every dataset"),
+        (401, 404),
+    )
+    def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
+        require_account(req, account_id)
+        resp.media = freshness_view(self.freshness.of_account(account_id))

@@ -23,10 +23,12 @@ from gatehouse_api.openapi import contract, page_params, query
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit
 from gatehouse_api.schemas import (
     BulkCounters,
+    BulkCreated,
     BulkFailure,
     BulkFailurePage,
     BulkOperationPage,
     BulkOperationView,
+    BulkPreview,
     CreateBulkOperation,
 )
 
@@ -46,9 +48,11 @@ def operation_view(op: OperationRecord) -> dict:
         finishedAt=op.finished_at,
         error=op.error,
         request=op.request,
+        revertOf=op.revert_of,
         links={
             "self": f"/v1/admin/catalog/bulk-operations/{op.id}",
             "failures": f"/v1/admin/catalog/bulk-operations/{op.id}/failures",
+            "revert": f"/v1/admin/catalog/bulk-operations/{op.id}/revert",
         },
     ).model_dump(mode="json")
 
@@ -105,21 +109,30 @@ class BulkViews:
         ).model_dump(mode="json")
 
 
+def started(resp: falcon.Response, op: OperationRecord) -> None:
+    """The answer to a new operation: applied at once (200), or queued (202) for its job."""
+    if op.status == "pending":
+        resp.status = 202
+    resp.location = f"/v1/admin/catalog/bulk-operations/{op.id}"
+    resp.media = operation_view(op)
+
+
 class BulkOperations:
     def __init__(self, views: BulkViews, handlers: CatalogHandlers, *, max_body_bytes: int) -> None:
         self.views, self.handlers, self.max_body_bytes = views, handlers, max_body_bytes
 
     @contract(
-        "Patch many products: up to BULK_SYNC_THRESHOLD at once (200), more queued (202)",
+        "Patch many products: up to BULK_SYNC_THRESHOLD at once (200), more queued (202); "
+        "dryRun: what it would change (200), nothing written",
         [
-            (200, BulkOperationView, "small enough: applied at once (and recorded)"),
+            (200, BulkCreated, "small enough: applied at once (and recorded); dryRun: a BulkPreview"),
             (202, BulkOperationView, "queued; watch its counters"),
         ],
         (400, 401, 403, 413, 415, 422),
         body=(CreateBulkOperation, True),
     )
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        """Up to BULK_SYNC_THRESHOLD products: applied now (200); more: queued (202)."""
+        """Up to BULK_SYNC_THRESHOLD products: applied now (200); more: queued (202); dryRun: a preview (200)."""
         require_admin(req)
         body = read_json(req, CreateBulkOperation, max_bytes=self.max_body_bytes)
         if (body.productIds is None) == (body.filter is None):
@@ -129,19 +142,21 @@ class BulkOperations:
             selection = Selection(status=f.status, sku_prefix=f.skuPrefix, attributes=f.attributes)
         else:
             selection = Selection(product_ids=tuple(body.productIds))
-        request = body.model_dump(mode="json", exclude_none=True)
+        request = body.model_dump(mode="json", exclude_none=True, exclude={"dryRun"})
+        patch = patch_from_json(request["patch"])
+        if body.dryRun:
+            preview = self.handlers.preview_bulk_operation(selection, patch)
+            resp.media = BulkPreview(
+                matched=preview.matched, wouldChange=preview.would_change, sample=preview.sample
+            ).model_dump(mode="json")
+            return
         caller = principal(req)
-        op = self.handlers.create_bulk_operation(
-            selection,
-            patch_from_json(request["patch"]),
-            request,
-            requester=caller.user_id,
-            actor=caller.actor,
+        started(
+            resp,
+            self.handlers.create_bulk_operation(
+                selection, patch, request, requester=caller.user_id, actor=caller.actor
+            ),
         )
-        if op.status == "pending":  # queued: its job runs it
-            resp.status = 202
-        resp.location = f"/v1/admin/catalog/bulk-operations/{op.id}"
-        resp.media = operation_view(op)
 
     @contract(
         "List bulk operations, newest first",
@@ -187,4 +202,27 @@ class BulkFailures:
         require_admin(req)
         resp.media = self.views.failures(
             operation_id, limit=page_limit(req.get_param("limit")), cursor=req.get_param("cursor")
+        )
+
+
+class BulkRevert:
+    def __init__(self, handlers: CatalogHandlers) -> None:
+        self.handlers = handlers
+
+    @contract(
+        "Revert a finished bulk update: a new operation restores, product by product, the values its "
+        "audit rows recorded before it; a product edited since is a failed item (changed-since)",
+        [
+            (200, BulkOperationView, "small enough: reverted at once (and recorded)"),
+            (202, BulkOperationView, "queued; watch its counters"),
+        ],
+        (401, 403, 404, 409),
+        notes={409: "the operation is pending or running (`code` OPERATION_NOT_FINISHED)"},
+    )
+    def on_post(self, req: falcon.Request, resp: falcon.Response, operation_id: uuid.UUID) -> None:
+        require_admin(req)
+        caller = principal(req)
+        started(
+            resp,
+            self.handlers.revert_bulk_operation(operation_id, requester=caller.user_id, actor=caller.actor),
         )

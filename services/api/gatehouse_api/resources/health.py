@@ -103,10 +103,10 @@ class Metrics:
     public = True
     outside_contract = "Prometheus text exposition for a scraper, not JSON"
 
-    def __init__(self, multiproc_dir: str | None, live: Collector) -> None:
+    def __init__(self, multiproc_dir: str | None, *live: Collector) -> None:
         self.multiproc_dir, self.live = multiproc_dir, live
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        body, content_type = metrics.exposition(self.multiproc_dir, self.live)
+        body, content_type = metrics.exposition(self.multiproc_dir, *self.live)
         resp.data = body
         resp.content_type = content_type
