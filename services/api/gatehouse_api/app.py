@@ -25,6 +25,7 @@ from gatehouse_api.resources import (
     bulk,
     catalog,
     gates,
+    holds,
     jobs,
     modules,
     notifications,
@@ -54,8 +55,10 @@ def create_app(c: Components) -> falcon.App:
     webhook_views = webhooks.WebhookViews(c.webhooks)
     webhook_actions = webhooks.WebhookActions(c.webhook_handlers)
     schedule_views = admin.ScheduleViews(schedules(s.schedules), c.schedule_runs, c.dispatcher, c.modules)
+    operations = Operations(c.engine, c.redis, s.broker_namespace, c.holds, c.liveness)
+    hold_views = holds.HoldViews(operations, c.holds)
     overview_views = overview.OverviewViews(
-        Operations(c.engine, c.redis, s.broker_namespace, c.modules, c.liveness),
+        operations,
         schedule_views,
         # The overview waits less than /readyz for a store: one that does not answer leaves its numbers unknown.
         StoreChecks(c.engine, c.redis, timeout_ms=min(overview.STORE_CHECK_MS, s.ready_timeout_ms)),
@@ -103,7 +106,7 @@ def create_app(c: Components) -> falcon.App:
         "/metrics": Metrics(s.prometheus_multiproc_dir),
         "/openapi.json": OpenApi(),
         "/v1/accounts": accounts.Accounts(c.account_handlers, **body),
-        "/v1/accounts/{account_id:uuid}": accounts.Account(c.accounts),
+        "/v1/accounts/{account_id:uuid}": accounts.Account(c.accounts, c.holds),
         "/v1/accounts/{account_id:uuid}/keys": accounts.AccountKeys(c.account_handlers, c.accounts, **body),
         "/v1/accounts/{account_id:uuid}/keys/{key_id}": accounts.AccountKey(c.account_handlers),
         "/v1/accounts/{account_id:uuid}/digitization/imports": jobs.DigitizationImports(**create),
@@ -116,6 +119,13 @@ def create_app(c: Components) -> falcon.App:
         "/v1/admin/accounts": gates.AccountGates(gate_views),
         "/v1/admin/accounts/{account_id:uuid}/gate": admin.AccountGate(gate_views),
         "/v1/admin/jobs": jobs.AdminJobs(jobs_read),
+        "/v1/admin/jobs/retry": jobs.BulkRetry(c.job_handlers, **body),
+        "/v1/admin/jobs/cancel": jobs.BulkCancel(c.job_handlers, **body),
+        "/v1/admin/queues": holds.Queues(hold_views),
+        "/v1/admin/queues/{queue}/pause": holds.QueuePause(c.hold_handlers, hold_views),
+        "/v1/admin/queues/{queue}/resume": holds.QueueResume(c.hold_handlers, hold_views),
+        "/v1/admin/accounts/{account_id:uuid}/pause": holds.AccountPause(c.hold_handlers, hold_views),
+        "/v1/admin/accounts/{account_id:uuid}/resume": holds.AccountResume(c.hold_handlers, hold_views),
         "/v1/admin/overview": overview.Overview(overview_views),
         "/v1/admin/schedules": admin.Schedules(schedule_views),
         "/v1/admin/schedules/{name}/run": admin.RunSchedule(schedule_views),

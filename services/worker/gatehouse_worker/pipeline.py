@@ -44,12 +44,19 @@ from sqlalchemy.exc import TimeoutError as SaPoolTimeout
 from gatehouse import metrics
 from gatehouse import progress as P
 from gatehouse import run_decision as rd
-from gatehouse.errors import JobPaused, PermanentJobError, RetryLater, RunTimeLimitExceeded, error_info
+from gatehouse.errors import (
+    JobCancelled,
+    JobPaused,
+    PermanentJobError,
+    RetryLater,
+    RunTimeLimitExceeded,
+    error_info,
+)
 from gatehouse.fanout import SKIP_STREAK_FIELD, SkipStreaks
 from gatehouse.gate import RedisGate, job_of, owner
 from gatehouse.job_types import JobType, Policies, RunTimeLimits, outcome_event
 from gatehouse.jobs import Claim, JobMessage, JobStore, Outcome, datetime_to_ms
-from gatehouse.modules import ModuleStates, module_of_queue
+from gatehouse.pauses import Holds
 from gatehouse.uow import UnitOfWork
 from gatehouse.wb.pauses import AccountPauses
 from gatehouse_worker.batches import RowBatches
@@ -64,8 +71,8 @@ DB_DOWN = (OperationalError, PoolTimeout, SaOperationalError, SaPoolTimeout)
 # A message that could not be claimed because PostgreSQL did not answer comes
 # back after this long (reconciliation is the net below it).
 CLAIM_RETRY_MS = 5_000
-# A message of a module that is off comes back after this long (its consumer is paused by then).
-MODULE_OFF_RETRY_MS = 1_000
+# A message of a held queue comes back after this long (its consumer is paused by then).
+HELD_RETRY_MS = 1_000
 FINISHED = {"complete": "completed", "skip": "skipped", "fail": "failed"}  # metric labels, event states
 WAKE_TRIES = 5  # stale waiters (finished, or not parked any more) skipped per release
 
@@ -89,7 +96,7 @@ class JobRuntime(Middleware):
         jobs: JobStore,
         gate: RedisGate,
         pauses: AccountPauses,
-        modules: ModuleStates,
+        holds: Holds,
         policies: Policies,
         leases: LeaseKeeper,
         wb_access: WbAccess,
@@ -100,7 +107,7 @@ class JobRuntime(Middleware):
         rows: RowBatches,
     ) -> None:
         self.uow, self.jobs, self.gate, self.pauses = uow, jobs, gate, pauses
-        self.modules, self.policies = modules, policies
+        self.holds, self.policies = holds, policies
         self.leases, self.wb_access = leases, wb_access
         self.timings, self.g = timings, gate_timings
         self.limits = limits
@@ -124,7 +131,7 @@ class JobRuntime(Middleware):
     # -- the pipeline --------------------------------------------------------------
 
     def run(self, job_type: JobType, body: Callable[[JobContext], Any], job_id: str, number: int) -> None:
-        if self._module_off(job_type, job_id, number):
+        if self._held(job_type, job_id, number):
             return
         claim = self._claim(job_type, job_id, number)
         if claim is None:
@@ -132,6 +139,8 @@ class JobRuntime(Middleware):
         ctx = JobContext(
             claim=claim, jobs=self.jobs, wb_access=self.wb_access, poll_delay_ms=self.g.poll_delay_ms
         )
+        if claim.job.cancel_requested_at is not None:  # cancelled while it ran before: it stops first
+            ctx.cancelled.set()
         self.leases.add(ctx)
         try:
             facts, outcome = self._admit(job_type, ctx)
@@ -155,12 +164,11 @@ class JobRuntime(Middleware):
         with self.uow.autocommit() as tx:
             tx.record(JobMessage(uuid.UUID(job_id), job_type.queue, job_type.name, number, eta_ms))
 
-    def _module_off(self, job_type: JobType, job_id: str, number: int) -> bool:
-        """A message prefetched before its module went off goes back unclaimed (gatehouse_worker.modules)."""
-        module = module_of_queue(job_type.queue)
-        if module is None or self.modules.state(module.name).on:
+    def _held(self, job_type: JobType, job_id: str, number: int) -> bool:
+        """A message prefetched before its queue was held goes back unclaimed (gatehouse_worker.holds)."""
+        if not self.holds.queue_paused(job_type.queue):
             return False
-        self._put_back(job_type, job_id, number, MODULE_OFF_RETRY_MS)
+        self._put_back(job_type, job_id, number, HELD_RETRY_MS)
         return True
 
     def _claim(self, job_type: JobType, job_id: str, number: int) -> Claim | None:
@@ -198,6 +206,8 @@ class JobRuntime(Middleware):
         )
         if not facts.gated:
             return facts, None
+        if self.holds.account_pause(job.account_id) is not None:  # an operator holds the account
+            return facts, rd.AccountHeld()
         account, me = str(job.account_id), owner(job.queue, job.id)
         try:
             acquired = self.gate.acquire(
@@ -231,6 +241,8 @@ class JobRuntime(Middleware):
             return rd.Paused(current_millis(), P.WAITING_ACCOUNT, "lease-lost")
         try:
             with body_running(ctx, limit_ms):
+                if ctx.cancelled.is_set():
+                    raise JobCancelled()
                 result = body(ctx)
             return rd.Completed(result)
         except JobPaused as exc:
@@ -298,7 +310,8 @@ class JobRuntime(Middleware):
         if t.kind in ("complete", "skip", "fail"):
             state = "failed" if t.kind == "fail" else "completed"
             progress = P.stored(t.phase, reason=t.reason)
-            if job.tier == "scheduled" and job_type.gate is not None:
+            # A skip while an operator holds the account is not the gate's: no starvation count.
+            if job.tier == "scheduled" and job_type.gate is not None and t.reason != rd.ACCOUNT_PAUSED:
                 self._count_skips(ctx, skipped=t.kind == "skip")
             self._write(lambda: self._finish(job_type, claim, state, progress, t), job.id)
             metrics.JOBS_FINISHED.labels(type=job.type, outcome=FINISHED[t.kind]).inc()

@@ -21,7 +21,7 @@ def test_disable_a_module_and_see_its_queue_paused(console, processes, gh):
     expect(page.locator("tr[data-module=catalog]")).to_contain_text("disabled")
     assert not gh.modules.state("catalog", fresh=True).enabled
     wait_until(
-        lambda: logged(procs, f"module catalog is off: consumer of {QUEUE} paused"),
+        lambda: logged(procs, f"queue {QUEUE} is held (module catalog is off): its consumer is paused"),
         timeout=20,
         what="the worker to pause the queue",
     )

@@ -9,6 +9,7 @@ import falcon
 from gatehouse.accounts import Accounts as AccountStore
 from gatehouse.handlers import AccountHandlers
 from gatehouse.keys import KeyRecord
+from gatehouse.pauses import Holds
 from gatehouse_api.auth import principal, require_account, require_admin
 from gatehouse_api.body import read_json
 from gatehouse_api.openapi import contract
@@ -53,15 +54,18 @@ class Accounts:
 
 
 class Account:
-    def __init__(self, accounts: AccountStore) -> None:
-        self.accounts = accounts
+    def __init__(self, accounts: AccountStore, holds: Holds) -> None:
+        self.accounts, self.holds = accounts, holds
 
     @contract("Read an account", (200, AccountView, "the account"), (401, 404))
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_account(req, account_id)
         account = self.accounts.get(account_id)
         resp.media = AccountView(
-            accountId=account.id, name=account.name, createdAt=account.created_at
+            accountId=account.id,
+            name=account.name,
+            createdAt=account.created_at,
+            paused=self.holds.account_pause(account.id) is not None,
         ).model_dump(mode="json")
 
 
