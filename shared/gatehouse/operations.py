@@ -168,6 +168,7 @@ class QueueSnapshot:
     counts: QueueCounts | None  # None: PostgreSQL did not answer
     dead_letters: int | None  # Dramatiq's dead-letter set; None: Redis did not answer
     dead_deliveries: int | None = None  # webhook.deliver only: dead webhook deliveries
+    pause: Pause | None = None  # who holds it and since when (a module that is off: its switch)
 
 
 @dataclass(frozen=True)
@@ -250,6 +251,7 @@ class Operations:
                 name=name,
                 module=module.name if (module := module_of_queue(name)) else None,
                 paused=name in held if pg else None,
+                pause=held.get(name),
                 counts=counts.queues.get(name, QueueCounts()) if counts else None,
                 dead_letters=dead[name] if dead is not None else None,
                 dead_deliveries=dead_webhooks if name == WEBHOOK_QUEUE else None,

@@ -175,6 +175,8 @@ def create_app(c: Components) -> falcon.App:
         ops,
         jobs=jobs_read,
         job_handlers=c.job_handlers,
+        hold_handlers=c.hold_handlers,
+        holds=hold_views,
         gates=gate_views,
         bulk=bulk_views,
         webhooks=webhook_views,

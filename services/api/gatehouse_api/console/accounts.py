@@ -14,6 +14,7 @@ from gatehouse.job_types import REGISTRY
 from gatehouse_api.console.web import Console, Page, query
 from gatehouse_api.resources.accounts import key_list
 from gatehouse_api.resources.gates import GateViews
+from gatehouse_api.resources.holds import HoldViews
 from gatehouse_api.resources.jobs import JobViews, job_view
 
 PAGE = 50
@@ -97,9 +98,11 @@ class Account(Page):
     recent 429 pauses, the timeline of its gated jobs, its recent jobs (GET /v1/accounts/{id}/jobs)
     and its keys (GET /v1/accounts/{id}/keys)."""
 
-    def __init__(self, console: Console, gates: GateViews, jobs: JobViews, accounts: AccountStore) -> None:
+    def __init__(
+        self, console: Console, gates: GateViews, jobs: JobViews, accounts: AccountStore, holds: HoldViews
+    ) -> None:
         super().__init__(console)
-        self.gates, self.jobs, self.accounts = gates, jobs, accounts
+        self.gates, self.jobs, self.accounts, self.holds = gates, jobs, accounts, holds
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         view = self.gates.account(account_id)
@@ -112,6 +115,7 @@ class Account(Page):
             resp,
             "account.html",
             account=view,
+            hold=self.holds.account(account_id),
             gate=view["gate"],
             lease_until=_until(now, view["gate"]["leaseMsLeft"]),
             waited={
