@@ -9,7 +9,7 @@ import pytest
 from falcon import testing
 
 from gatehouse import progress as P
-from gatehouse.job_types import IMPORT_USER_FEEDS, MAINTENANCE_BULK_JOBS, SYNC_INCREMENTAL
+from gatehouse.job_types import MAINTENANCE_BULK_JOBS, SYNC_INCREMENTAL
 from gatehouse_api.app import create_app
 from tests.integration.test_api_contract import ADMIN, FEEDS, assert_problem, create_account, imports
 
