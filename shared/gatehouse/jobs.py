@@ -247,9 +247,10 @@ RETURNING m.number, {", ".join(f"jobs.{f.name}" for f in fields(RunRecord))}"""
 SQL_START = f"""
 UPDATE jobs SET progress = %(progress)s, started_at = coalesce(started_at, now()), updated_at = now()
 WHERE {_FENCE} RETURNING id"""
-SQL_CHECKPOINT = (
-    f"UPDATE jobs SET checkpoint = %(checkpoint)s, updated_at = now() WHERE {_FENCE} RETURNING id"
-)
+# It also tells the run whether an operator asked it to stop (as the lease renewal does).
+SQL_CHECKPOINT = f"""
+UPDATE jobs SET checkpoint = %(checkpoint)s, updated_at = now() WHERE {_FENCE}
+RETURNING id, cancel_requested_at IS NOT NULL AS cancel"""
 # The outcomes of many runs in one statement (a worker process's threads finish together), each
 # fenced by its claim: a run that lost its row writes nothing.
 SQL_FINISH = """
@@ -683,15 +684,18 @@ class JobStore:
         """The job was admitted and its body is about to run: record the phase and the first start."""
         return self._fenced(SQL_START, claim, _Id, progress=Jsonb(progress)) is not None
 
-    def save_checkpoint(self, claim: Claim, checkpoint: dict[str, Any], *, tx: Tx | None = None) -> bool:
-        """Record how far the run got; False if another worker owns the row now.
+    def save_checkpoint(
+        self, claim: Claim, checkpoint: dict[str, Any], *, tx: Tx | None = None
+    ) -> Checkpointed | None:
+        """Record how far the run got (and learn whether it was cancelled); None if another worker
+        owns the row now.
 
         With ``tx``, in that unit of work: the checkpoint commits with what the step wrote.
         """
         if tx is None:
-            return self._fenced(SQL_CHECKPOINT, claim, _Id, checkpoint=Jsonb(checkpoint)) is not None
+            return self._fenced(SQL_CHECKPOINT, claim, Checkpointed, checkpoint=Jsonb(checkpoint))
         params = {"id": claim.job_id, "claims": claim.claims, "checkpoint": Jsonb(checkpoint)}
-        return tx.one(SQL_CHECKPOINT, params, _Id) is not None
+        return tx.one(SQL_CHECKPOINT, params, Checkpointed)
 
     def finish(
         self,
@@ -933,6 +937,12 @@ class _ClaimedRow(RunRecord):
 class _Held:
     id: uuid.UUID
     claims: int
+
+
+@dataclass(frozen=True)
+class Checkpointed:
+    id: uuid.UUID
+    cancel: bool  # an operator asked the run to stop
 
 
 @dataclass(frozen=True)

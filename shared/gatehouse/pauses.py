@@ -91,6 +91,10 @@ class Holds:
     def queue_paused(self, queue: str) -> bool:
         return queue in self.paused_queues()
 
+    def paused_accounts(self) -> dict[str, Pause]:
+        """Account id -> its pause."""
+        return {target: p for (kind, target), p in self._all().items() if kind == "account"}
+
     def account_pause(self, account_id: uuid.UUID) -> Pause | None:
         return self._all().get(("account", str(account_id)))
 

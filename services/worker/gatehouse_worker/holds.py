@@ -7,7 +7,9 @@ or resumes the Dramatiq consumer of each queue: a paused consumer takes no
 message, so the backlog stays in Redis untouched — no message dropped, no job
 row touched, no attempt spent. A message a consumer had already prefetched when
 its queue was held is put back by the job pipeline (``JobRuntime.run``)
-unclaimed. Jobs already running finish.
+unclaimed. Jobs already running finish. The same refresh serves the pipeline's
+account holds (its admit step asks ``Holds.account_pause``); this process logs
+them as it first sees them.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class QueuePauses(Middleware):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.paused: set[str] = set()
+        self.accounts: set[str] = set()  # the held accounts this process has seen (logged as they change)
 
     def after_worker_boot(self, broker: Broker, worker: Any) -> None:
         self._apply(worker)
@@ -66,3 +69,11 @@ class QueuePauses(Middleware):
                 consumer.pause()
                 self.paused.add(queue)
                 log.info("queue %s is held (%s): its consumer is paused", queue, why(pause))
+        # Account holds are asked by the pipeline's admit step; here they are only logged as this
+        # process first sees them (read in the same refresh).
+        accounts = self.holds.paused_accounts()
+        for account in accounts.keys() - self.accounts:
+            log.info("account %s is held (%s): its WB jobs wait", account, why(accounts[account]))
+        for account in self.accounts - accounts.keys():
+            log.info("account %s is no longer held", account)
+        self.accounts = set(accounts)

@@ -121,15 +121,18 @@ class JobContext:
 
     def save_checkpoint(self, checkpoint: dict[str, Any], *, tx: Tx | None = None) -> None:
         """Record progress after each page, so a pause, retry or crash resumes here; a run that lost
-        its lease, or is past its time limit, stops here.
+        its lease, is past its time limit or was cancelled stops here.
 
         With ``tx``, in that unit of work (it commits with the step it records, and a stop here rolls
         both back); without, the progress is saved before the run stops.
         """
-        if self.jobs.save_checkpoint(self.claim, checkpoint, tx=tx):
-            self.claim.job.checkpoint = checkpoint
-        else:
+        saved = self.jobs.save_checkpoint(self.claim, checkpoint, tx=tx)
+        if saved is None:
             self.lost.set()
+        else:
+            self.claim.job.checkpoint = checkpoint
+            if saved.cancel:
+                self.cancelled.set()
         self.ensure_held()
 
     def overdue(self, at: float | None = None) -> bool:
