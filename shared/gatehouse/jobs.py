@@ -613,6 +613,10 @@ class JobStore:
         ``q`` finds a job by its id or an id prefix, its account's name (any part, any case) or its
         error code (``search``).
         """
+        where = [_PHASE_STATES.get(phase, _LIVE)] if phase else []
+        found, found_params = search(q) if q else ("", {})
+        if found:
+            where.append(found)
         sql, params = newest_first(
             f"SELECT {COLUMNS} FROM jobs",
             {
@@ -632,12 +636,9 @@ class JobStore:
                 "created_after": "created_at >=",
                 "created_before": "created_at <",
             },
-            where=[_PHASE_STATES.get(phase, _LIVE)] if phase else [],
+            where=where,
         )
-        if q:
-            found, found_params = search(q)
-            sql = sql.replace(" ORDER BY", f" {'AND' if ' WHERE ' in sql else 'WHERE'} {found} ORDER BY", 1)
-            params.update(found_params)
+        params.update(found_params)
         return self._sql.all(sql, params, JobRecord)
 
     # -- consumer side -------------------------------------------------------------

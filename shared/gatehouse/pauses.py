@@ -110,30 +110,22 @@ class Holds:
         row = tx.conn.execute(SQL_PAUSE, {"kind": kind, "target": target, "by": by}).one_or_none()
         if row is None:
             return Pause(*tx.conn.execute(SQL_ONE, {"kind": kind, "target": target}).one())
-        audit.record(
-            tx.conn,
-            actor=by,
-            action=f"{kind}.pause",
-            entity=kind,
-            entity_id=target,
-            before={"paused": False},
-            after={"paused": True},
-        )
+        _audit(tx, by, kind, target, "pause", {"paused": False}, {"paused": True})
         return Pause(*row)
 
     def resume(self, tx: Tx, kind: Kind, target: str, *, by: str) -> None:
         """Let ``target`` go (not held: nothing written), audited."""
         row = tx.conn.execute(SQL_RESUME, {"kind": kind, "target": target}).one_or_none()
         if row is not None:
-            audit.record(
-                tx.conn,
-                actor=by,
-                action=f"{kind}.resume",
-                entity=kind,
-                entity_id=target,
-                before={"paused": True, "pausedBy": row.paused_by},
-                after={"paused": False},
+            _audit(
+                tx, by, kind, target, "resume", {"paused": True, "pausedBy": row.paused_by}, {"paused": False}
             )
+
+
+def _audit(tx: Tx, by: str, kind: str, target: str, verb: str, before: dict, after: dict) -> None:
+    audit.record(
+        tx.conn, actor=by, action=f"{kind}.{verb}", entity=kind, entity_id=target, before=before, after=after
+    )
 
 
 def require_queue(queue: str) -> None:
