@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hmac
-import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,7 +18,7 @@ from gatehouse.errors import ConfigurationError, Conflict, NotFound
 from gatehouse.events import Event
 from gatehouse.keys import LIVE, STALE, KeyRecord, KeyTable, Touched, sha256, split
 from gatehouse.models import Account
-from gatehouse.paging import newest_first
+from gatehouse.paging import contains, newest_first
 from gatehouse.users import USER_KEY_PREFIX, Users
 
 if TYPE_CHECKING:
@@ -258,7 +257,7 @@ class Accounts:
     ) -> list[AccountListing]:
         """Accounts newest first, ``name`` a case-insensitive part of theirs, only those of ``ids`` if
         given; ``before`` is the (created_at, id) of the last account of the previous page."""
-        like = None if name is None else "%" + re.sub(r"([\\%_])", r"\\\1", name) + "%"
+        like = None if name is None else contains(name)
         sql, params = newest_first(
             "SELECT id, name, active, created_at FROM accounts",
             {"name": like, "ids": ids},

@@ -35,13 +35,14 @@ from gatehouse.events import EventBus
 from gatehouse.fanout import FanOutHandlers, SkipStreaks
 from gatehouse.freshness import FreshnessStore, slos
 from gatehouse.gate import RedisGate
-from gatehouse.handlers import AccountHandlers, JobHandlers, ModuleHandlers
+from gatehouse.handlers import AccountHandlers, HoldHandlers, JobHandlers, ModuleHandlers
 from gatehouse.hot import HotAccounts
 from gatehouse.job_types import WEBHOOK_DELIVER, Policies, webhook_retry
 from gatehouse.jobs import JobStore
 from gatehouse.modules import ModuleStates
 from gatehouse.notifications import NotificationStore
 from gatehouse.notifications.handlers import NotificationHandlers
+from gatehouse.pauses import Holds
 from gatehouse.retention import RetentionHandlers, RetentionPolicy
 from gatehouse.rotation import KeyRotation
 from gatehouse.schedules import ScheduleRuns, schedules
@@ -101,6 +102,7 @@ class Components:
     search: SearchStore
     notifications: NotificationStore
     modules: ModuleStates
+    holds: Holds
     webhooks: WebhookStore
     webhook_slots: EndpointSlots
     sweeps: SweepStore
@@ -109,6 +111,7 @@ class Components:
     job_handlers: JobHandlers
     account_handlers: AccountHandlers
     module_handlers: ModuleHandlers
+    hold_handlers: HoldHandlers
     notification_handlers: NotificationHandlers
     catalog_handlers: CatalogHandlers
     webhook_handlers: WebhookHandlers
@@ -172,6 +175,7 @@ def bootstrap(
         users,
     )
     modules = ModuleStates(engine)
+    holds = Holds(engine, modules)
     # Domain events: raised in the changes' units of work; not while their module is off.
     bus = EventBus(emits=modules.emits)
     dispatcher = Dispatcher(broker)
@@ -226,6 +230,7 @@ def bootstrap(
         search=SearchStore(engine),
         notifications=notifications,
         modules=modules,
+        holds=holds,
         webhooks=webhooks,
         webhook_slots=webhook_slots,
         sweeps=sweeps,
@@ -234,6 +239,7 @@ def bootstrap(
         job_handlers=JobHandlers(uow, jobs, gate, dispatcher, reconcile_grace_ms=settings.reconcile_grace_ms),
         account_handlers=AccountHandlers(uow, accounts, users),
         module_handlers=ModuleHandlers(uow, modules),
+        hold_handlers=HoldHandlers(uow, holds, accounts),
         notification_handlers=NotificationHandlers(uow, notifications),
         catalog_handlers=CatalogHandlers(
             uow,

@@ -105,6 +105,17 @@ class PermanentJobError(GatehouseError):
     code = "PERMANENT_ERROR"
 
 
+class JobCancelled(PermanentJobError):
+    """An operator cancelled the running job (POST /v1/jobs/{id}/cancel): it stops, failed."""
+
+    code = "cancelled"  # gatehouse.progress.CANCELLED
+
+    def __init__(
+        self, detail: str = "cancelled by an operator while it ran", *, code: str | None = None
+    ) -> None:
+        super().__init__(detail, code=code)
+
+
 class RetryLater(GatehouseError):
     """A failed attempt whose next one must wait at least ``after_ms`` (a webhook's Retry-After)."""
 

@@ -1,6 +1,6 @@
 """The core's use cases: the job runtime's (submit, retry and cancel a job, reconcile, requeue the
 runs of the dead), accounts' and staff users' (create them, issue and revoke their keys, remove a
-user), and modules' switches.
+user), modules' switches, and an operator's holds of queues and accounts.
 
 Handlers are one small class per domain (this module for the core,
 ``<domain>/handlers.py`` for the others), built once by the composition root
@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from redis import RedisError
 
@@ -23,11 +24,14 @@ from gatehouse import job_types as jt
 from gatehouse import progress as P
 from gatehouse.accounts import AccountChange, Accounts
 from gatehouse.dispatch import Dispatcher
+from gatehouse.errors import Conflict, NotFound, ValidationFailed
 from gatehouse.gate import RedisGate, owner
 from gatehouse.job_types import JobType
-from gatehouse.jobs import Accepted, JobRecord, JobStore
+from gatehouse.jobs import Accepted, JobFilter, JobRecord, JobStore
 from gatehouse.models import Account
 from gatehouse.modules import ModuleState, ModuleStates
+from gatehouse.paging import instant
+from gatehouse.pauses import Holds, Pause, require_queue
 from gatehouse.uow import UnitOfWork
 from gatehouse.users import UserRecord, Users
 
@@ -70,29 +74,84 @@ class JobHandlers:
         with self.uow.autocommit() as tx:
             return self.jobs.retry(tx, job_id, actor=actor, job_type=job_type)
 
-    def cancel(self, job_id: uuid.UUID, *, actor: str) -> JobRecord:
-        """An operator's cancel: a waiting or delayed job ends failed (``cancelled``), audited.
+    def cancel(self, job_id: uuid.UUID, *, actor: str) -> tuple[JobRecord, bool]:
+        """An operator's cancel, audited. Returns ``(job, stopping)``.
 
-        Its message, if any, is stale from then on (the claim takes only waiting|delayed rows). A
-        job of a type that emits raises its failed event (``wb.job.failed``) in the same
-        transaction, as a failed run does. A job parked on its account's gate leaves the line, so
-        a release no longer wakes it. Raises NotFound, or Conflict JOB_ACTIVE / JOB_FINISHED.
+        A waiting or delayed job ends failed (``cancelled``) here: its message, if any, is stale
+        from then on (the claim takes only waiting|delayed rows); a job of a type that emits
+        raises its failed event (``wb.job.failed``) in the same transaction, as a failed run does;
+        a job parked on its account's gate leaves the line, so a release no longer wakes it.
+        A running job is asked to stop (``stopping``): its run ends failed, ``cancelled``, at its
+        next checkpoint or WB call, and releases the gate as any failed run. Raises NotFound, or
+        Conflict JOB_FINISHED.
         """
-        error = {"code": P.CANCELLED, "message": f"cancelled by an operator ({actor})"}
-        # A row not waiting when the update ran may be by the time it is read (a requeue): again.
+        # A row that moved between the two updates (claimed, requeued) is tried again.
         for _ in range(5):
+            for cancelled in self._cancel_waiting([job_id], actor=actor):
+                return cancelled, False
             with self.uow.begin() as tx:
-                cancelled = self.jobs.cancel(
-                    tx, job_id, actor=actor, error=error, progress=P.stored(P.FAILED, reason=P.CANCELLED)
-                )
-                job_type = jt.REGISTRY.get(cancelled.type) if cancelled else None
-                if job_type is not None and job_type.emits:
-                    tx.publish(jt.outcome_event(job_type, cancelled, "failed", error=cancelled.error))
-            if cancelled is not None:
-                self._leave_line(cancelled)
-                return cancelled
+                stopping = self.jobs.request_cancel(tx, job_id, actor=actor)
+            if stopping is not None:
+                return stopping, True
             self.jobs.why_not_cancelled(job_id)
         raise RuntimeError(f"could not cancel job {job_id}")
+
+    def _cancel_waiting(self, job_ids: list[uuid.UUID], *, actor: str) -> list[JobRecord]:
+        """Those of ``job_ids`` still waiting or delayed end failed (``cancelled``), each raising its
+        type's failed event in the same transaction, then leave their account's gate line."""
+        error = {"code": P.CANCELLED, "message": f"cancelled by an operator ({actor})"}
+        with self.uow.begin() as tx:
+            cancelled = self.jobs.cancel(
+                tx, job_ids, actor=actor, error=error, progress=P.stored(P.FAILED, reason=P.CANCELLED)
+            )
+            for job in cancelled:
+                job_type = jt.REGISTRY.get(job.type)
+                if job_type is not None and job_type.emits:
+                    tx.publish(jt.outcome_event(job_type, job, "failed", error=job.error))
+        for job in cancelled:
+            self._leave_line(job)
+        return cancelled
+
+    # -- bulk: one queued job retries or cancels every job a filter matches -------------------
+
+    def matching(self, action: BulkAction, filters: dict[str, Any]) -> int:
+        """How many jobs ``action`` would take now (a dry run). ValidationFailed names a bad filter field."""
+        return self.jobs.count_matching(job_filter(action, filters))
+
+    def start_bulk(self, action: BulkAction, filters: dict[str, Any], *, actor: str) -> tuple[Accepted, int]:
+        """Queue one maintenance:bulk-jobs job that takes every matching job, batch by batch; returns it
+        and how many match now (its run takes those that still match when it reaches them)."""
+        matched = self.jobs.count_matching(job_filter(action, filters))
+        payload = {"action": action, "filter": filters, "actor": actor, "matched": matched}
+        with self.uow.autocommit() as tx:
+            job, _ = self.jobs.create(tx, jt.MAINTENANCE_BULK_JOBS, account_id=None, payload=payload)
+        return job, matched
+
+    def run_bulk(
+        self, payload: dict[str, Any], checkpoint: dict[str, Any], save: Callable[[dict[str, Any]], None]
+    ) -> dict[str, Any]:
+        """The bulk job's body: batches of BULK_BATCH ids in id order, each batch's progress saved (a
+        requeued or retried run carries on after it). A job that cannot be retried (another live
+        job of its account and type) or no longer waits is counted as skipped."""
+        action, actor = payload["action"], payload["actor"]
+        match = job_filter(action, payload["filter"])
+        done, skipped = checkpoint.get("done", 0), checkpoint.get("skipped", 0)
+        after = uuid.UUID(checkpoint["after"]) if checkpoint.get("after") else None
+        while ids := self.jobs.ids_matching(match, after=after, limit=BULK_BATCH):
+            if action == "cancel":
+                took = len(self._cancel_waiting(ids, actor=actor))
+            else:
+                took = sum(self._retried(job_id, actor=actor) for job_id in ids)
+            done, skipped, after = done + took, skipped + len(ids) - took, ids[-1]
+            save({"after": str(after), "done": done, "skipped": skipped})
+        return {"action": action, "matched": payload["matched"], "done": done, "skipped": skipped}
+
+    def _retried(self, job_id: uuid.UUID, *, actor: str) -> bool:
+        try:
+            self.retry(job_id, actor=actor)
+        except (Conflict, NotFound):  # retried or pruned meanwhile, or its kind is live again
+            return False
+        return True
 
     def _leave_line(self, job: JobRecord) -> None:
         if job.account_id is None:
@@ -136,6 +195,48 @@ class JobHandlers:
         if sent:
             log.info("reconciliation re-enqueued %d job(s)", sent)
         return sent
+
+
+BulkAction = Literal["retry", "cancel"]
+BULK_BATCH = 200  # jobs per transaction of a bulk retry or cancel
+# The states each bulk action takes: a retry, the failed jobs; a cancel, those that wait.
+BULK_STATES: dict[str, tuple[str, ...]] = {"retry": ("failed",), "cancel": ("waiting", "delayed")}
+
+
+def job_filter(action: BulkAction, filters: dict[str, Any]) -> JobFilter:
+    """The filter of a bulk action from its JSON fields (``filter.*``); ValidationFailed names each bad one."""
+    states = BULK_STATES[action]
+    errors: list[tuple[str | None, str]] = []
+    state, job_type = filters.get("state"), filters.get("type")
+    if state is not None and state not in states:
+        errors.append(("filter.state", f"a bulk {action} takes jobs in state {' or '.join(states)}"))
+    if job_type is not None and job_type not in jt.REGISTRY:
+        errors.append(("filter.type", f"no job type {job_type!r}"))
+    finished = {name: filters.get(name) for name in ("finishedAfter", "finishedBefore")}
+    if action == "cancel" and any(finished.values()):
+        errors.append(("filter.finishedAfter", "a waiting or delayed job has not finished"))
+    try:
+        account = filters.get("accountId")
+        account_id = uuid.UUID(account) if account is not None else None
+    except (ValueError, AttributeError):
+        errors.append(("filter.accountId", "accountId must be a UUID"))
+    at: dict[str, datetime | None] = {}
+    for name, raw in finished.items():
+        try:
+            at[name] = instant(raw, f"filter.{name}")
+        except ValidationFailed as exc:
+            errors.extend(exc.errors)
+    if errors:
+        raise ValidationFailed.of(errors)
+    return JobFilter(
+        states,
+        state=state,
+        type=job_type,
+        account_id=account_id,
+        error_code=filters.get("errorCode"),
+        finished_after=at.get("finishedAfter"),
+        finished_before=at.get("finishedBefore"),
+    )
 
 
 class AccountHandlers:
@@ -210,3 +311,39 @@ class ModuleHandlers:
         # Expired after the commit, not in the transaction: a read in between would cache the old row.
         self.modules.expire()
         return state
+
+
+class HoldHandlers:
+    """An operator's holds (gatehouse.pauses): pause or resume a queue's consumers in every worker
+    process, or an account's WB jobs. Each change is audited; doing it twice changes nothing."""
+
+    def __init__(self, uow: UnitOfWork, holds: Holds, accounts: Accounts) -> None:
+        self.uow, self.holds, self.accounts = uow, holds, accounts
+
+    def pause_queue(self, queue: str, *, actor: str) -> Pause:
+        """NotFound (QUEUE_NOT_FOUND) for a queue no job type uses."""
+        require_queue(queue)
+        with self.uow.begin() as tx:
+            pause = self.holds.pause(tx, "queue", queue, by=actor)
+        self.holds.expire()
+        return pause
+
+    def resume_queue(self, queue: str, *, actor: str) -> None:
+        require_queue(queue)
+        with self.uow.begin() as tx:
+            self.holds.resume(tx, "queue", queue, by=actor)
+        self.holds.expire()
+
+    def pause_account(self, account_id: uuid.UUID, *, actor: str) -> Pause:
+        """NotFound for an unknown account."""
+        self.accounts.get(account_id)
+        with self.uow.begin() as tx:
+            pause = self.holds.pause(tx, "account", str(account_id), by=actor)
+        self.holds.expire()
+        return pause
+
+    def resume_account(self, account_id: uuid.UUID, *, actor: str) -> None:
+        self.accounts.get(account_id)
+        with self.uow.begin() as tx:
+            self.holds.resume(tx, "account", str(account_id), by=actor)
+        self.holds.expire()

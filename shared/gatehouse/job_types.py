@@ -341,3 +341,7 @@ MAINTENANCE_QUEUE = "maintenance"  # also reconciliation's tick (gatehouse_worke
 MAINTENANCE_PRUNE = register(
     JobType("maintenance:prune", queue=MAINTENANCE_QUEUE, tier="scheduled", retry=SWEEP_RETRY)
 )
+# An operator's bulk retry of failed jobs or cancel of waiting ones matching a filter (POST
+# /v1/admin/jobs/retry|cancel): one job per request, its id the operation's id, batch by batch from
+# its checkpoint. Not a system job (tier user): two operators' bulk actions may run side by side.
+MAINTENANCE_BULK_JOBS = register(JobType("maintenance:bulk-jobs", queue=MAINTENANCE_QUEUE, retry=SWEEP_RETRY))

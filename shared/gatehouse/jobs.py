@@ -29,6 +29,7 @@ and the tests check they agree).
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
@@ -42,7 +43,7 @@ from gatehouse import progress as P
 from gatehouse.db import Statements
 from gatehouse.errors import Conflict, NotFound
 from gatehouse.job_types import JobType, Policies
-from gatehouse.paging import newest_first
+from gatehouse.paging import contains, newest_first
 
 if TYPE_CHECKING:
     from gatehouse.uow import Tx
@@ -88,6 +89,8 @@ class JobRecord:
     updated_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    cancel_requested_at: datetime | None
+    cancel_requested_by: str | None
 
 
 COLUMNS = ", ".join(f.name for f in fields(JobRecord))
@@ -109,6 +112,8 @@ class RunRecord:
     payload: dict[str, Any]
     checkpoint: dict[str, Any] | None
     created_at: datetime
+    # An operator asked a running job to stop (POST /v1/jobs/{id}/cancel): the run ends at its next checkpoint.
+    cancel_requested_at: datetime | None
 
 
 RUN_COLUMNS = ", ".join(f.name for f in fields(RunRecord))
@@ -281,9 +286,10 @@ UPDATE jobs SET progress = %(progress)s, started_at = coalesce(started_at, now()
 WHERE {_FENCE} RETURNING id, attempt, worker
 ), {_ATTEMPT_STARTS.format(runs="started")}
 SELECT id FROM started"""
-SQL_CHECKPOINT = (
-    f"UPDATE jobs SET checkpoint = %(checkpoint)s, updated_at = now() WHERE {_FENCE} RETURNING id"
-)
+# It also tells the run whether an operator asked it to stop (as the lease renewal does).
+SQL_CHECKPOINT = f"""
+UPDATE jobs SET checkpoint = %(checkpoint)s, updated_at = now() WHERE {_FENCE}
+RETURNING id, cancel_requested_at IS NOT NULL AS cancel"""
 # The outcomes of many runs in one statement (a worker process's threads finish together), each
 # fenced by its claim: a run that lost its row writes nothing.
 SQL_FINISH = f"""
@@ -307,11 +313,13 @@ WHERE {_FENCE} RETURNING id, queue, type, message_number, resume_at,
   CASE WHEN %(attempts_used)s = 1 THEN 'retry' ELSE 'parked' END AS outcome, %(error)s::jsonb AS error
 ), {_ATTEMPT_ENDS.format(runs="moved")}
 SELECT id, queue, type, message_number, resume_at FROM moved"""
+# The renewal also tells each run whether an operator asked it to stop (cancel_requested_at): the
+# flag is read where the lease already is, at no extra statement.
 SQL_RENEW = f"""
 UPDATE jobs SET lease_until = {_LEASE}
 FROM unnest(%(ids)s::uuid[], %(claims)s::int[]) AS held(id, claims)
 WHERE jobs.id = held.id AND jobs.claims = held.claims AND jobs.state = 'active'
-RETURNING jobs.id, jobs.claims"""
+RETURNING jobs.id, jobs.claims, jobs.cancel_requested_at IS NOT NULL AS cancel"""
 SQL_WAKE = """
 UPDATE jobs SET message_number = message_number + 1, resume_at = now(),
   progress = jsonb_set(progress, '{resumeAt}', to_jsonb(%(now)s::text)), updated_at = now()
@@ -348,13 +356,26 @@ SQL_RETRY = _AUDITED.format(
     change=f"""
 UPDATE jobs SET state = 'waiting', message_number = message_number + 1, attempt = 1,
   max_attempts = coalesce(%(max_attempts)s::int, jobs.max_attempts), progress = NULL, result = NULL,
-  error = NULL, resume_at = NULL, lease_until = NULL, worker = NULL, finished_at = NULL, updated_at = now()
+  error = NULL, resume_at = NULL, lease_until = NULL, worker = NULL, finished_at = NULL, updated_at = now(),
+  cancel_requested_at = NULL, cancel_requested_by = NULL
 FROM (SELECT id, error FROM jobs WHERE id = %(id)s AND state = 'failed' FOR UPDATE) AS was
 WHERE jobs.id = was.id
 RETURNING {_JOB_COLUMNS}, was.error AS was""",
     action="job.retry",
     before="jsonb_build_object('state', 'failed', 'error', was)",
     after="jsonb_build_object('state', state, 'error', NULL)",
+    columns=COLUMNS,
+)
+# An operator's cancel of a running job: the flag its run reads at its next lease renewal and stops on.
+SQL_REQUEST_CANCEL = _AUDITED.format(
+    change=f"""
+UPDATE jobs SET cancel_requested_at = coalesce(jobs.cancel_requested_at, now()),
+  cancel_requested_by = coalesce(jobs.cancel_requested_by, %(actor)s), updated_at = now()
+WHERE id = %(id)s AND state = 'active'
+RETURNING {_JOB_COLUMNS}""",
+    action="job.cancel-request",
+    before="jsonb_build_object('state', 'active')",
+    after="jsonb_build_object('cancelRequestedAt', cancel_requested_at)",
     columns=COLUMNS,
 )
 LIVE_INDEXES = ("jobs_one_live_per_account_type", "jobs_one_live_system_job")
@@ -466,6 +487,57 @@ SELECT t.type, c.at, c.completed, c.failed FROM t CROSS JOIN LATERAL (
   GROUP BY 1
 ) AS c WHERE t.type IS NOT NULL"""
 _BEFORE_ALL = (datetime(1, 1, 1, tzinfo=UTC), uuid.UUID(int=0))
+
+
+_HEX = re.compile(r"[0-9a-f]{4,32}")
+SEARCH_ACCOUNTS = 100  # a name that matches more accounts finds the jobs of the first this many
+
+
+def search(q: str) -> tuple[str, dict[str, Any]]:
+    """The jobs list's ``q``: a job id or a prefix of at least 4 hex digits (a range of the primary
+    key), a part of its account's name (any case; the accounts are read first, at most
+    SEARCH_ACCOUNTS), or its error code."""
+    found = [
+        "account_id = ANY(ARRAY(SELECT id FROM accounts WHERE name ILIKE %(q_like)s "
+        f"ORDER BY id LIMIT {SEARCH_ACCOUNTS}))",
+        "error->>'code' = %(q)s",
+    ]
+    params: dict[str, Any] = {"q": q, "q_like": contains(q)}
+    digits = q.strip().lower().replace("-", "")
+    if _HEX.fullmatch(digits):
+        found.insert(0, "id BETWEEN %(q_low)s AND %(q_high)s")
+        params.update(q_low=uuid.UUID(digits.ljust(32, "0")), q_high=uuid.UUID(digits.ljust(32, "f")))
+    return "(" + " OR ".join(found) + ")", params
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    """Which jobs an operator's bulk retry or cancel takes (POST /v1/admin/jobs/retry|cancel): each
+    field given narrows it; ``states`` are the states the action takes (``state`` one of them)."""
+
+    states: tuple[str, ...]
+    state: str | None = None
+    type: str | None = None
+    account_id: uuid.UUID | None = None
+    error_code: str | None = None
+    finished_after: datetime | None = None  # inclusive
+    finished_before: datetime | None = None  # exclusive
+
+    def where(self) -> tuple[str, dict[str, Any]]:
+        conditions = [
+            f"state IN ({', '.join(repr(s) for s in self.states)})"
+        ]  # constants: the partial indexes
+        given = {
+            "state": ("state = %(state)s", self.state),
+            "type": ("type = %(type)s", self.type),
+            "account_id": ("account_id = %(account_id)s", self.account_id),
+            "error_code": ("error->>'code' = %(error_code)s", self.error_code),
+            "finished_after": ("finished_at >= %(finished_after)s", self.finished_after),
+            "finished_before": ("finished_at < %(finished_before)s", self.finished_before),
+        }
+        params = {name: value for name, (_, value) in given.items() if value is not None}
+        conditions += [condition for name, (condition, _) in given.items() if name in params]
+        return " AND ".join(conditions), params
 
 
 @dataclass(frozen=True)
@@ -610,6 +682,7 @@ class JobStore:
         created_after: datetime | None = None,
         created_before: datetime | None = None,
         finished_after: datetime | None = None,
+        q: str | None = None,
         limit: int = 50,
         before: tuple[datetime, uuid.UUID] | None = None,
     ) -> list[JobRecord]:
@@ -620,7 +693,13 @@ class JobStore:
         An account's jobs read ``jobs_by_account``; the others ``jobs_newest`` backwards
         (a rare filter value reads more of it, at most the table's one index: ~20 ms on 100,000 rows).
         A phase narrows the states too (``_PHASE_STATES``), so a live phase reads only the live rows.
+        ``q`` finds a job by its id or an id prefix, its account's name (any part, any case) or its
+        error code (``search``).
         """
+        where = [_PHASE_STATES.get(phase, _LIVE)] if phase else []
+        found, found_params = search(q) if q else ("", {})
+        if found:
+            where.append(found)
         sql, params = newest_first(
             f"SELECT {COLUMNS} FROM jobs",
             {
@@ -643,8 +722,9 @@ class JobStore:
                 "created_before": "created_at <",
                 "finished_after": "finished_at >=",
             },
-            where=[_PHASE_STATES.get(phase, _LIVE)] if phase else [],
+            where=where,
         )
+        params.update(found_params)
         return self._sql.all(sql, params, JobRecord)
 
     # -- consumer side -------------------------------------------------------------
@@ -697,15 +777,18 @@ class JobStore:
             is not None
         )
 
-    def save_checkpoint(self, claim: Claim, checkpoint: dict[str, Any], *, tx: Tx | None = None) -> bool:
-        """Record how far the run got; False if another worker owns the row now.
+    def save_checkpoint(
+        self, claim: Claim, checkpoint: dict[str, Any], *, tx: Tx | None = None
+    ) -> Checkpointed | None:
+        """Record how far the run got (and learn whether it was cancelled); None if another worker
+        owns the row now.
 
         With ``tx``, in that unit of work: the checkpoint commits with what the step wrote.
         """
         if tx is None:
-            return self._fenced(SQL_CHECKPOINT, claim, _Id, checkpoint=Jsonb(checkpoint)) is not None
+            return self._fenced(SQL_CHECKPOINT, claim, Checkpointed, checkpoint=Jsonb(checkpoint))
         params = {"id": claim.job_id, "claims": claim.claims, "checkpoint": Jsonb(checkpoint)}
-        return tx.one(SQL_CHECKPOINT, params, _Id) is not None
+        return tx.one(SQL_CHECKPOINT, params, Checkpointed)
 
     def finish(
         self,
@@ -758,14 +841,16 @@ class JobStore:
             tx.record(message_of(row, eta_ms))
         return row is not None
 
-    def renew(self, claims: Iterable[Claim], lease_ms: int) -> set[tuple[uuid.UUID, int]]:
-        """Extend the leases of running jobs in one statement; returns the runs that lost theirs."""
+    def renew(self, claims: Iterable[Claim], lease_ms: int) -> Renewed:
+        """Extend the leases of running jobs in one statement: the runs that lost theirs, and those an
+        operator asked to stop."""
         claims = list(claims)
         if not claims:
-            return set()
+            return Renewed(set(), set())
         params = dict(ids=[c.job_id for c in claims], claims=[c.claims for c in claims], lease_ms=lease_ms)
-        kept = {(r.id, r.claims) for r in self._sql.all(SQL_RENEW, params, _Held)}
-        return {c.key for c in claims} - kept
+        rows = self._sql.all(SQL_RENEW, params, _Renewal)
+        kept = {(r.id, r.claims) for r in rows}
+        return Renewed({c.key for c in claims} - kept, {(r.id, r.claims) for r in rows if r.cancel})
 
     def wake(self, tx: Tx, job_id: uuid.UUID, *, phase: str) -> bool:
         """Make a job delayed in ``phase`` due now under a new message (its old copy goes stale);
@@ -816,25 +901,42 @@ class JobStore:
             )
         raise RuntimeError(f"could not retry job {job_id} nor find the live job of its kind")
 
-    def cancel(
-        self, tx: Tx, job_id: uuid.UUID, *, actor: str, error: dict[str, Any], progress: dict[str, Any]
-    ) -> JobRecord | None:
-        """A waiting or delayed job ends failed with ``error``, audited; its message, if any, is then stale.
-
-        None when the row was not waiting or delayed as the statement ran (the caller says why,
-        outside the transaction: ``why_not_cancelled``).
-        """
-        params = dict(ids=[job_id], actor=actor, error=Jsonb(error), progress=Jsonb(progress))
-        return tx.one(SQL_CANCEL_AUDITED, params, JobRecord)
+    def request_cancel(self, tx: Tx, job_id: uuid.UUID, *, actor: str) -> JobRecord | None:
+        """Ask a running job to stop (its run ends failed, ``cancelled``, at its next checkpoint or WB
+        call), audited; None when the row was not active as the statement ran."""
+        return tx.one(SQL_REQUEST_CANCEL, {"id": job_id, "actor": actor}, JobRecord)
 
     def why_not_cancelled(self, job_id: uuid.UUID) -> None:
-        """Raise why ``job_id`` could not be cancelled: NotFound, or Conflict JOB_ACTIVE, JOB_FINISHED;
-        return if it can be again (a requeue moved it back in line meanwhile)."""
+        """Raise why ``job_id`` could not be cancelled: NotFound, or Conflict JOB_FINISHED; return if it
+        can be again (it moved between waiting and running meanwhile)."""
         job = self.require(job_id)
-        if job.state == "active":
-            raise Conflict(f"job {job_id} is running; it can be cancelled while it waits", code="JOB_ACTIVE")
         if job.state in ("completed", "failed"):
             raise Conflict(f"job {job_id} has already {job.state}", code="JOB_FINISHED")
+
+    def count_matching(self, match: JobFilter) -> int:
+        where, params = match.where()
+        return self._sql.one(f"SELECT count(*) AS n FROM jobs WHERE {where}", params, _Count).n
+
+    def ids_matching(self, match: JobFilter, *, after: uuid.UUID | None, limit: int) -> list[uuid.UUID]:
+        """The next ``limit`` matching job ids after ``after``, in id order (a bulk action's batch)."""
+        where, params = match.where()
+        sql = f"SELECT id FROM jobs WHERE {where} AND id > %(after)s ORDER BY id LIMIT %(limit)s"
+        rows = self._sql.all(sql, {**params, "after": after or uuid.UUID(int=0), "limit": limit}, _Id)
+        return [r.id for r in rows]
+
+    def cancel(
+        self,
+        tx: Tx,
+        job_ids: Sequence[uuid.UUID],
+        *,
+        actor: str,
+        error: dict[str, Any],
+        progress: dict[str, Any],
+    ) -> list[JobRecord]:
+        """An operator's cancel: those of ``job_ids`` still waiting or delayed as the statement runs end
+        failed with ``error``, audited, and are returned; their messages, if any, are then stale."""
+        params = dict(ids=list(job_ids), actor=actor, error=Jsonb(error), progress=Jsonb(progress))
+        return tx.all(SQL_CANCEL_AUDITED, params, JobRecord)
 
     def cancel_many(
         self, tx: Tx, job_ids: Sequence[uuid.UUID], *, error: dict[str, Any], progress: dict[str, Any]
@@ -939,6 +1041,32 @@ class _ClaimedRow(RunRecord):
 class _Held:
     id: uuid.UUID
     claims: int
+
+
+@dataclass(frozen=True)
+class Checkpointed:
+    id: uuid.UUID
+    cancel: bool  # an operator asked the run to stop
+
+
+@dataclass(frozen=True)
+class _Count:
+    n: int
+
+
+@dataclass(frozen=True)
+class _Renewal:
+    id: uuid.UUID
+    claims: int
+    cancel: bool
+
+
+@dataclass(frozen=True)
+class Renewed:
+    """A renewal's news: the runs (``Claim.key``) that lost their row, those asked to stop."""
+
+    lost: set[tuple[uuid.UUID, int]]
+    cancel: set[tuple[uuid.UUID, int]]
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ off:
 - its routes answer ``MODULE_DISABLED`` (409 when disabled; 404 when not
   installed — an uninstalled module has no routes at all), in every API process
   within a second (``ModuleStates`` caches the table for ``REFRESH_S``);
-- its consumers are paused in every worker process (gatehouse_worker.modules):
+- its consumers are paused in every worker process (gatehouse_worker.holds):
   no message of its queues is taken, so none is dropped, lost or spends an
   attempt; a job already running finishes;
 - its events are not emitted (``EventBus`` asks ``ModuleStates.emits``).

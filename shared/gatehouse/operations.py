@@ -20,7 +20,7 @@ GET /v1/admin/overview:
   alive (the next live worker's tick requeues its jobs).
 
 ``Operations.snapshot`` puts them together for every queue of the job registry (zero
-counts too), marks the queues whose module is off as paused, and reads only
+counts too), marks the held queues as paused (gatehouse.pauses), and reads only
 the stores the caller found answering (the API's readiness checks), so the
 overview still renders, with what it can know, while a store is down.
 """
@@ -36,9 +36,10 @@ from dramatiq.common import xq_name
 from redis import Redis
 from sqlalchemy import Connection, Engine, text
 
-from gatehouse.job_types import REGISTRY, WEBHOOK_QUEUE
+from gatehouse.job_types import WEBHOOK_QUEUE
 from gatehouse.models import LIVE_STATES
-from gatehouse.modules import ModuleStates, module_of_queue
+from gatehouse.modules import module_of_queue
+from gatehouse.pauses import Holds, Pause, job_queues
 from gatehouse.workers import Liveness, WorkerBeat
 
 FAILED_WINDOW = "24 hours"
@@ -61,6 +62,10 @@ SELECT queue, NULL, 0, 0, 0, count(*)
  WHERE state = 'failed' AND finished_at > now() - interval '{FAILED_WINDOW}'
  GROUP BY 1
 """
+# GET /v1/admin/queues: each queue's live rows by state and the oldest of each (jobs_live_by_state).
+QUEUE_DEPTHS = f"""
+SELECT queue, state, count(*) AS n, min(created_at) AS oldest
+  FROM jobs WHERE state IN {LIVE_STATES} GROUP BY 1, 2"""
 DEAD_DELIVERIES = "SELECT count(*) FROM webhook_deliveries WHERE status = 'dead'"
 # What each worker runs right now: its active rows, longest-running first (index jobs_active_by_worker).
 RUNNING_JOBS = """
@@ -129,17 +134,41 @@ def dead_letters(redis: Redis, namespace: str, queues: Iterable[str]) -> dict[st
 
 def queue_names(seen: Iterable[str] = ()) -> list[str]:
     """Every queue of the job registry, and any other that has rows (a job type of a test, say)."""
-    return sorted({t.queue for t in REGISTRY.values()} | set(seen))
+    return sorted(set(job_queues()) | set(seen))
+
+
+@dataclass(frozen=True)
+class Depth:
+    count: int = 0
+    oldest: datetime | None = None  # the oldest row's creation
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """A queue as GET /v1/admin/queues shows it: held or not, and its live rows by state."""
+
+    name: str
+    module: str | None
+    pause: Pause | None  # None: consumed
+    depth: dict[str, Depth]  # waiting, active, delayed
+
+
+def queue_depths(conn: Connection) -> dict[str, dict[str, Depth]]:
+    depths: dict[str, dict[str, Depth]] = {}
+    for row in conn.execute(text(QUEUE_DEPTHS)):
+        depths.setdefault(row.queue, {})[row.state] = Depth(row.n, row.oldest)
+    return depths
 
 
 @dataclass(frozen=True)
 class QueueSnapshot:
     name: str
     module: str | None  # the module that owns it (gatehouse.modules), None: the core's
-    paused: bool | None  # its module is off, so its consumers are paused; None: PostgreSQL is down
+    paused: bool | None  # held (gatehouse.pauses), so its consumers are paused; None: PostgreSQL is down
     counts: QueueCounts | None  # None: PostgreSQL did not answer
     dead_letters: int | None  # Dramatiq's dead-letter set; None: Redis did not answer
     dead_deliveries: int | None = None  # webhook.deliver only: dead webhook deliveries
+    pause: Pause | None = None  # who holds it and since when (a module that is off: its switch)
 
 
 @dataclass(frozen=True)
@@ -180,17 +209,28 @@ def workers(
 
 
 class Operations:
-    """The overview's reads: PostgreSQL, the broker's dead letters, the workers' liveness, the modules."""
+    """The overview's reads: PostgreSQL, the broker's dead letters, the workers' liveness, the holds."""
 
     def __init__(
-        self, engine: Engine, redis: Redis, namespace: str, modules: ModuleStates, liveness: Liveness
+        self, engine: Engine, redis: Redis, namespace: str, holds: Holds, liveness: Liveness
     ) -> None:
         self.engine, self.redis, self.namespace = engine, redis, namespace
-        self.modules, self.liveness = modules, liveness
+        self.holds, self.liveness = holds, liveness
 
-    def _paused(self, queue: str) -> bool:
-        module = module_of_queue(queue)
-        return module is not None and not self.modules.state(module.name).on
+    def queues(self) -> list[QueueState]:
+        """Every queue, held or not, with its live rows by state (one grouped statement)."""
+        with self.engine.connect() as conn:
+            depths = queue_depths(conn)
+        held = self.holds.paused_queues()
+        return [
+            QueueState(
+                name=name,
+                module=module.name if (module := module_of_queue(name)) else None,
+                pause=held.get(name),
+                depth={state: depths.get(name, {}).get(state, Depth()) for state in LIVE_STATES},
+            )
+            for name in queue_names(depths)
+        ]
 
     def snapshot(self, stores: dict[str, str]) -> Snapshot:
         """The overview, reading only the stores ``stores`` says answer (the rest shows as unknown)."""
@@ -204,12 +244,14 @@ class Operations:
                 dead_webhooks = dead_deliveries(conn)
                 running = running_jobs(conn)
         names = queue_names(counts.queues if counts else ())
+        held = self.holds.paused_queues() if pg else {}
         dead = dead_letters(self.redis, self.namespace, names) if redis else None
         queues = [
             QueueSnapshot(
                 name=name,
                 module=module.name if (module := module_of_queue(name)) else None,
-                paused=self._paused(name) if pg else None,
+                paused=name in held if pg else None,
+                pause=held.get(name),
                 counts=counts.queues.get(name, QueueCounts()) if counts else None,
                 dead_letters=dead[name] if dead is not None else None,
                 dead_deliveries=dead_webhooks if name == WEBHOOK_QUEUE else None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -45,6 +46,11 @@ def newest_first(
         + f" ORDER BY created_at DESC, id DESC LIMIT {param('limit')}"
     )
     return sql, params
+
+
+def contains(part: str) -> str:
+    """An ILIKE pattern of any text that contains ``part`` (its own %, _ and \\ taken literally)."""
+    return "%" + re.sub(r"([\\%_])", r"\\\1", part) + "%"
 
 
 def instant(raw: str | None, name: str) -> datetime | None:

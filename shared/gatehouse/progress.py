@@ -19,13 +19,14 @@ WAITING_ACCOUNT = "waiting-account"
 RATE_LIMITED = "rate-limited"
 WAITING_ENDPOINT = "waiting-endpoint"  # a webhook attempt waits for a free slot of its endpoint
 RETRYING = "retrying"
+PAUSED = "paused"  # an operator paused the job's account (POST /v1/admin/accounts/{id}/pause)
 COMPLETED = "completed"
 FAILED = "failed"
-PHASES = (RUNNING, WAITING_ACCOUNT, RATE_LIMITED, WAITING_ENDPOINT, RETRYING, COMPLETED, FAILED)
+PHASES = (RUNNING, WAITING_ACCOUNT, RATE_LIMITED, WAITING_ENDPOINT, PAUSED, RETRYING, COMPLETED, FAILED)
 
 # Reasons recorded by the worker (progress.reason / error.code).
 WB_429 = "wb-429"
-CANCELLED = "cancelled"  # an operator stopped the job while it waited (POST /v1/jobs/{id}/cancel)
+CANCELLED = "cancelled"  # an operator stopped the job (POST /v1/jobs/{id}/cancel)
 
 
 def stored(
@@ -156,9 +157,13 @@ def message(
         return f"Пауза по лимиту запросов Wildberries — продолжим {wait}"
     if phase == WAITING_ENDPOINT:
         return f"Ждём свободного слота получателя вебхука — проверим {wait}"
+    if phase == PAUSED:
+        return f"Кабинет приостановлен оператором — проверим {wait}"
     if phase == RETRYING:
         return f"{_failure(reason)[0].upper()}{_failure(reason)[1:]} — повторим (попытка {attempt} из {max_attempts}) {wait}"
     if phase == COMPLETED:
+        if result and result.get("skipped") and result.get("reason") == "account-paused":
+            return "Пропущено: кабинет приостановлен оператором — возьмём в следующий раз"
         if result and result.get("skipped"):
             return "Пропущено: по кабинету выполнялась другая задача — возьмём в следующий раз"
         return "Готово"

@@ -15,6 +15,8 @@ tests/unit/test_run_decision.py walks every row of the table below.
 | Completed          |                                             | complete   | release       |
 | GateBusy           | scheduled, waited longer than its max wait  | skip       | forget waiter |
 | GateBusy           | otherwise                                   | park poll  | —             |
+| AccountHeld        | scheduled (waits as such)                   | skip       | forget waiter |
+| AccountHeld        | otherwise                                   | park poll  | —             |
 | Paused             | longer than the longest pause allowed       | as Failed  | as Failed     |
 | Paused             | the run lost its lease                      | park       | — (not ours)  |
 | Paused rate-limited| user job holding the gate                   | park       | keep          |
@@ -37,6 +39,7 @@ from gatehouse import progress as P
 from gatehouse.job_types import RetryPolicy
 
 SKIPPED = {"skipped": True, "reason": "account-busy"}
+ACCOUNT_PAUSED = "account-paused"  # an operator holds the account (gatehouse.pauses)
 
 
 # -- what happened -------------------------------------------------------------------
@@ -52,6 +55,11 @@ class GateBusy:
     """Admission: another job holds the account's gate (or Redis could not tell: ``reason``)."""
 
     reason: str = "account-gate"
+
+
+@dataclass(frozen=True)
+class AccountHeld:
+    """Admission: an operator paused the job's account; it does not ask for the gate."""
 
 
 @dataclass(frozen=True)
@@ -75,7 +83,7 @@ class Failed:
     retry_after_ms: int | None = None  # the next attempt waits at least this long (unscaled)
 
 
-Outcome = Completed | GateBusy | Paused | FailedPermanently | Failed
+Outcome = Completed | GateBusy | AccountHeld | Paused | FailedPermanently | Failed
 
 
 # -- what the decision needs to know -----------------------------------------------------
@@ -170,6 +178,14 @@ def decide(run: RunFacts, policy: RetryPolicy, outcome: Outcome, timings: Timing
             eta_ms=now_ms + timings.poll_delay_ms,
             waiting_since_ms=run.waiting_since_ms or now_ms,
         )
+
+    if isinstance(outcome, AccountHeld):
+        if run.tier == "scheduled":
+            skipped = {"skipped": True, "reason": ACCOUNT_PAUSED}
+            return Transition(
+                "skip", P.COMPLETED, reason=ACCOUNT_PAUSED, result=skipped, gate=GateEffect("forget")
+            )
+        return Transition("park", P.PAUSED, reason=ACCOUNT_PAUSED, eta_ms=now_ms + timings.poll_delay_ms)
 
     if isinstance(outcome, Paused):
         pause_ms = max(0, outcome.until_ms - now_ms)

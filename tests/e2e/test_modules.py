@@ -79,7 +79,7 @@ def test_a_disabled_module_pauses_its_consumers_in_every_worker_and_drains_when_
     assert all(a.status_code == 409 and a.json()["code"] == "MODULE_DISABLED" for a in answers)
     assert all(a.json()["module"] == "catalog" for a in answers)
     # … and both workers pause the catalog consumer
-    paused = "module catalog is off: consumer of catalog.bulk-operation paused"
+    paused = "queue catalog.bulk-operation is held (module catalog is off): its consumer is paused"
     wait_until(lambda: logged(procs, paused), timeout=10, what="both workers to pause catalog")
 
     # And a bulk operation queued meanwhile stays pending: nobody takes it, its message waits in Redis
@@ -103,7 +103,7 @@ def test_a_disabled_module_pauses_its_consumers_in_every_worker_and_drains_when_
         timeout=2,
         what="the catalog routes",
     )
-    resumed = "module catalog is on: consuming catalog.bulk-operation again"
+    resumed = "queue catalog.bulk-operation is no longer held: consuming it again"
     assert any(resumed in p.log() for p in procs)
 
 
@@ -134,7 +134,7 @@ def test_a_disabled_webhooks_module_keeps_its_deliveries_and_sends_them_when_ena
         _, url = processes.api(env={"BACKEND_ROLE": "api", "WEBHOOK_ALLOWED_HOSTS": "127.0.0.0/8"})
         procs = workers(processes, 2, WEBHOOK_ALLOWED_HOSTS="127.0.0.0/8")
         set_module(url, "webhooks", enabled=False)
-        paused = "module webhooks is off: consumer of webhook.deliver paused"
+        paused = "queue webhook.deliver is held (module webhooks is off): its consumer is paused"
         wait_until(lambda: logged(procs, paused), timeout=15, what="both workers to pause webhooks")
 
         # A domain event while webhooks is off: its delivery is recorded and waits

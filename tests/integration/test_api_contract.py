@@ -362,7 +362,7 @@ def test_job_status_has_the_documented_fields(client):
     assert response.status_code == 200
     assert set(response.json) == {
         "jobId", "type", "accountId", "tier", "state", "progress", "result", "error",
-        "createdAt", "startedAt", "finishedAt",
+        "createdAt", "startedAt", "finishedAt", "cancelRequestedAt",
     }  # fmt: skip
     assert response.json["state"] == "waiting" and response.json["progress"] is None
 

@@ -321,6 +321,8 @@ def test_rotate_secret_shows_the_new_secret_once_on_the_answer_and_nowhere_else(
     e = endpoint(wh, HOOK).endpoint
     before = wh.webhooks.get_endpoint(e.id).updated_at
 
+    confirm = page(client, cookie, f"/console/webhooks/endpoints/{e.id}/rotate-secret")  # changes nothing
+    assert "shown once, on the next page" in confirm and wh.webhooks.get_endpoint(e.id).updated_at == before
     response = post(client, cookie, f"/console/webhooks/endpoints/{e.id}/rotate-secret")
 
     assert response.status_code == 200 and "location" not in response.headers

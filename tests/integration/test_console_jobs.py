@@ -264,10 +264,9 @@ def test_a_job_page_shows_its_row_and_checkpoint(client, cookie, gh):
 
     assert "<pre>" in html and "&#34;rrdId&#34;: 42" in html and "страница" in html
     assert re.search(r"Claims</th><td>1 ", html) and "wb-user" in html
-    assert "Cancel" not in html and "Retry" not in html  # an active job has no action
-    assert 'action="/console/jobs/' + str(waiter) + '/cancel"' in page(
-        client, cookie, f"/console/jobs/{waiter}"
-    )
+    # A running job is cancelled after a confirm step too (it stops at its next checkpoint); no retry
+    assert f'href="/console/jobs/{holder}/cancel"' in html and "Retry" not in html
+    assert f'href="/console/jobs/{waiter}/cancel"' in page(client, cookie, f"/console/jobs/{waiter}")
     page(client, cookie, f"/console/jobs/{uuid.uuid4()}", status=404)
 
 
@@ -282,15 +281,20 @@ def test_cancel_and_retry_from_the_console(client, cookie, gh):
         client.simulate_post(f"/console/jobs/{waiter}/cancel", headers={**cookie, **FORM}).status_code == 403
     )
     assert gh.jobs.get(waiter).state == "delayed"
+    # The confirm step says what will happen and posts to itself; it changes nothing
+    confirm = page(client, cookie, f"/console/jobs/{waiter}/cancel")
+    assert "never runs again" in confirm and f'action="/console/jobs/{waiter}/cancel"' in confirm
+    assert gh.jobs.get(waiter).state == "delayed"
     cancelled = post(f"/console/jobs/{waiter}/cancel")
     assert cancelled.status_code == 303 and cancelled.headers["location"] == f"/console/jobs/{waiter}"
     status = client.simulate_get(f"/v1/jobs/{waiter}", headers=ADMIN).json
     assert status["state"] == "failed" and status["error"]["code"] == "cancelled"
-    # A running job is refused with the reason, on its page, and stays as it was
-    refused = post(f"/console/jobs/{holder}/cancel")
-    assert (
-        refused.status_code == 409 and "is running" in refused.text and gh.jobs.get(holder).state == "active"
-    )
+    # A running job is asked to stop: still active, flagged; a finished one is refused with the reason
+    assert "next checkpoint" in page(client, cookie, f"/console/jobs/{holder}/cancel")
+    assert post(f"/console/jobs/{holder}/cancel").status_code == 303
+    assert gh.jobs.get(holder).state == "active" and gh.jobs.get(holder).cancel_requested_at is not None
+    refused = post(f"/console/jobs/{waiter}/cancel")
+    assert refused.status_code == 409 and "has already failed" in refused.text
 
     retried = post(f"/console/jobs/{waiter}/retry")
     assert retried.status_code == 303 and gh.jobs.get(waiter).state == "waiting"

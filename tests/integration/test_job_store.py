@@ -119,7 +119,7 @@ def test_an_expired_lease_puts_the_job_back_in_line_and_fences_the_old_run(gh):
     new = gh.jobs.claim(job.id, 2, 60_000, worker="w-new")
     assert new.claims == 2 and gh.jobs.get(job.id).worker == "w-new"
     assert finish(gh, old, state="completed", progress={}, result={"from": "old"}) is False
-    assert gh.jobs.renew([old, new], 60_000) == {old.key}  # the old run learns it lost the row
+    assert gh.jobs.renew([old, new], 60_000).lost == {old.key}  # the old run learns it lost the row
     assert finish(gh, new, state="completed", progress={}, result={"from": "new"}) is True
     assert gh.jobs.get(job.id).result == {"from": "new"}
 

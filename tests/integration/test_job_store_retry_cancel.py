@@ -187,7 +187,7 @@ def test_cancel_ends_a_waiting_job_failed_and_its_message_claims_nothing(gh, sql
     job, _ = gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=account(gh))
     assert deliveries(gh, job.id, IMPORT_USER_FEEDS.queue) == [1]
 
-    cancelled = gh.job_handlers.cancel(job.id, actor="admin")
+    cancelled, _ = gh.job_handlers.cancel(job.id, actor="admin")
 
     assert cancelled.state == "failed" and cancelled.finished_at is not None
     assert cancelled.error == {"code": "cancelled", "message": "cancelled by an operator (admin)"}
@@ -221,7 +221,7 @@ def test_cancel_ends_a_delayed_job_and_takes_it_out_of_its_accounts_gate_line(gh
     assert gh.gate.inspect(str(acc)).waiting_owners == (owner(waiter.queue, waiter.id),)
     assert gh.gate.inspect(str(acc)).wanted == owner(waiter.queue, waiter.id)  # a user job wants it next
 
-    cancelled = gh.job_handlers.cancel(waiter.id, actor="8d0c5b1e-0000-4000-8000-000000000000")
+    cancelled, _ = gh.job_handlers.cancel(waiter.id, actor="8d0c5b1e-0000-4000-8000-000000000000")
 
     assert (cancelled.state, cancelled.resume_at, cancelled.error["code"]) == ("failed", None, "cancelled")
     assert gh.gate.inspect(str(acc)).waiting_owners == ()
@@ -236,14 +236,16 @@ def test_cancel_ends_a_delayed_job_and_takes_it_out_of_its_accounts_gate_line(gh
     )
 
 
-def test_cancel_refuses_a_running_or_finished_job(gh, sql):
+def test_cancel_asks_a_running_job_to_stop_and_refuses_a_finished_one(gh, sql):
     acc = account(gh)
     job, _ = gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=acc)
     claim = gh.jobs.claim(job.id, 1, 60_000, start=True)
 
-    with pytest.raises(Conflict) as refused:
-        gh.job_handlers.cancel(job.id, actor="admin")
-    assert refused.value.code == "JOB_ACTIVE"
+    # A running job is asked to stop: the flag its lease renewal reads, audited; it stays active
+    stopping, asked = gh.job_handlers.cancel(job.id, actor="admin")
+    assert asked and stopping.state == "active" and stopping.cancel_requested_by == "admin"
+    assert gh.jobs.renew([claim], 60_000).cancel == {claim.key}
+    assert audit(sql, job.id)[0][1] == "job.cancel-request"
 
     finish(gh, claim, state="completed", progress=P.stored(P.COMPLETED), result={})
     with pytest.raises(Conflict) as refused:
@@ -254,7 +256,7 @@ def test_cancel_refuses_a_running_or_finished_job(gh, sql):
     assert refused.value.code == "JOB_FINISHED" and "failed" in refused.value.detail
     with pytest.raises(NotFound):
         gh.job_handlers.cancel(uuid.uuid4(), actor="admin")
-    assert gh.jobs.get(job.id).state == "completed" and audit(sql, job.id) == []
+    assert gh.jobs.get(job.id).state == "completed" and len(audit(sql, job.id)) == 1  # the request only
 
 
 def test_a_cancelled_job_retried_runs_under_a_delivery_its_old_message_cannot_claim(gh):
@@ -275,7 +277,7 @@ def test_a_job_cancelled_between_attempts_is_shown_cancelled_without_a_count_of_
     with gh.uow.autocommit() as tx:
         gh.jobs.reschedule(tx, claim, eta_ms=2**41, progress=progress, consume_attempt=True, error=WB_DOWN)
 
-    cancelled = gh.job_handlers.cancel(job.id, actor="admin")
+    cancelled, _ = gh.job_handlers.cancel(job.id, actor="admin")
 
     # attempt 2 was only due: "после 2 попыток" would count one that never ran
     assert (cancelled.attempt, cancelled.resume_at) == (2, None)

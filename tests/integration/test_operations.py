@@ -17,7 +17,7 @@ UP = {"postgresql": "ok", "redis": "ok"}
 def snapshot(gh, stores: dict[str, str]) -> operations.Snapshot:
     """The overview as the API builds it (gatehouse_api.app.create_app)."""
     return operations.Operations(
-        gh.engine, gh.redis, gh.settings.broker_namespace, gh.modules, gh.liveness
+        gh.engine, gh.redis, gh.settings.broker_namespace, gh.holds, gh.liveness
     ).snapshot(stores)
 
 

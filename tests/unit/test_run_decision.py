@@ -9,9 +9,11 @@ import pytest
 from gatehouse import progress as P
 from gatehouse.job_types import ONCE, WB_USER_RETRY, RetryPolicy
 from gatehouse.run_decision import (
+    ACCOUNT_PAUSED,
     NO_GATE,
     RELEASE,
     SKIPPED,
+    AccountHeld,
     Completed,
     Failed,
     FailedPermanently,
@@ -60,6 +62,18 @@ def test_gate_busy_parks_for_the_poll_delay_without_an_attempt():
         "park", P.WAITING_ACCOUNT, reason="account-gate", eta_ms=NOW + 15_000, waiting_since_ms=NOW
     )
     assert not t.consumes_attempt
+
+
+def test_a_held_account_parks_a_user_job_without_an_attempt_and_skips_a_scheduled_one():
+    user = decide(replace(USER, holds_gate=False), WB_USER_RETRY, AccountHeld(), TIMINGS, NOW)
+    scheduled = decide(replace(SCHEDULED, holds_gate=False), ONCE, AccountHeld(), TIMINGS, NOW)
+
+    assert user == Transition("park", P.PAUSED, reason=ACCOUNT_PAUSED, eta_ms=NOW + 15_000)
+    assert not user.consumes_attempt
+    assert scheduled == Transition(
+        "skip", P.COMPLETED, reason=ACCOUNT_PAUSED, result={"skipped": True, "reason": ACCOUNT_PAUSED},
+        gate=GateEffect("forget"),
+    )  # fmt: skip
 
 
 def test_a_parked_job_keeps_the_moment_it_began_to_wait():

@@ -31,6 +31,7 @@ from gatehouse_api.resources import (
     bulk,
     catalog,
     gates,
+    holds,
     jobs,
     modules,
     notifications,
@@ -62,8 +63,10 @@ def create_app(c: Components) -> falcon.App:
     webhook_views = webhooks.WebhookViews(c.webhooks, c.accounts)
     webhook_actions = webhooks.WebhookActions(c.webhook_handlers)
     schedule_views = admin.ScheduleViews(schedules(s.schedules), c.schedule_runs, c.dispatcher, c.modules)
+    operations = Operations(c.engine, c.redis, s.broker_namespace, c.holds, c.liveness)
+    hold_views = holds.HoldViews(operations, c.holds)
     overview_views = overview.OverviewViews(
-        Operations(c.engine, c.redis, s.broker_namespace, c.modules, c.liveness),
+        operations,
         schedule_views,
         # The overview waits less than /readyz for a store: one that does not answer leaves its numbers unknown.
         StoreChecks(c.engine, c.redis, timeout_ms=min(overview.STORE_CHECK_MS, s.ready_timeout_ms)),
@@ -125,7 +128,7 @@ def create_app(c: Components) -> falcon.App:
         ),
         "/openapi.json": OpenApi(),
         "/v1/accounts": accounts.Accounts(c.account_handlers, **body),
-        "/v1/accounts/{account_id:uuid}": accounts.Account(c.account_handlers, c.accounts, **body),
+        "/v1/accounts/{account_id:uuid}": accounts.Account(c.account_handlers, c.accounts, c.holds, **body),
         "/v1/accounts/{account_id:uuid}/keys": accounts.AccountKeys(c.account_handlers, c.accounts, **body),
         "/v1/accounts/{account_id:uuid}/keys/{key_id}": accounts.AccountKey(c.account_handlers),
         "/v1/accounts/{account_id:uuid}/digitization/imports": jobs.DigitizationImports(**create),
@@ -145,6 +148,13 @@ def create_app(c: Components) -> falcon.App:
         "/v1/admin/accounts/{account_id:uuid}/gate": admin.AccountGate(gate_views),
         "/v1/admin/jobs": jobs.AdminJobs(jobs_read),
         "/v1/admin/jobs/{job_id:uuid}/attempts": jobs.AdminJobAttempts(jobs_read),
+        "/v1/admin/jobs/retry": jobs.BulkRetry(c.job_handlers, **body),
+        "/v1/admin/jobs/cancel": jobs.BulkCancel(c.job_handlers, **body),
+        "/v1/admin/queues": holds.Queues(hold_views),
+        "/v1/admin/queues/{queue}/pause": holds.QueuePause(c.hold_handlers, hold_views),
+        "/v1/admin/queues/{queue}/resume": holds.QueueResume(c.hold_handlers, hold_views),
+        "/v1/admin/accounts/{account_id:uuid}/pause": holds.AccountPause(c.hold_handlers, hold_views),
+        "/v1/admin/accounts/{account_id:uuid}/resume": holds.AccountResume(c.hold_handlers, hold_views),
         "/v1/admin/overview": overview.Overview(overview_views),
         "/v1/admin/schedules": admin.Schedules(schedule_views),
         "/v1/admin/schedules/{name}/run": admin.RunSchedule(schedule_views),
@@ -192,6 +202,8 @@ def create_app(c: Components) -> falcon.App:
         ops,
         jobs=jobs_read,
         job_handlers=c.job_handlers,
+        hold_handlers=c.hold_handlers,
+        holds=hold_views,
         gates=gate_views,
         bulk=bulk_views,
         webhooks=webhook_views,

@@ -36,7 +36,7 @@ ERRORS = {
     409: (
         "collides with what is stored (`code` CONFLICT, `field` names it): a taken email, sku or code; "
         "or the state forbids it (ENDPOINT_DISABLED, NOT_REPLAYABLE, JOB_NOT_FAILED, JOB_ALREADY_LIVE, "
-        "JOB_ACTIVE, JOB_FINISHED, MODULE_DISABLED: its module is disabled)"
+        "JOB_FINISHED, MODULE_DISABLED: its module is disabled)"
     ),
     413: "body too large",
     415: "body is not application/json",

@@ -121,6 +121,9 @@ class AccountView(Reply):
         "new one; null: not rejected"
     )
     createdAt: datetime
+    paused: bool = Field(
+        description="an operator paused it (POST /v1/admin/accounts/{accountId}/pause): its WB jobs wait"
+    )
 
 
 class IssueKey(Body):
@@ -191,6 +194,77 @@ class JobView(Reply):
     createdAt: datetime
     startedAt: datetime | None
     finishedAt: datetime | None
+    cancelRequestedAt: datetime | None = Field(
+        default=None, description="an operator cancelled it while it ran; it stops at its next checkpoint"
+    )
+
+
+# -- steering: holds and bulk actions ---------------------------------------------------------
+
+
+class HoldView(Reply):
+    paused: bool
+    pausedBy: str | None = Field(
+        description="who paused it: a staff user's id, \"admin\"; a module's switcher"
+    )
+    pausedAt: datetime | None
+    module: str | None = Field(
+        default=None, description="set when a module's queue is held because the module is off (its switch)"
+    )
+
+
+class QueueHold(HoldView):
+    queue: str
+
+
+class AccountHold(HoldView):
+    accountId: uuid.UUID
+
+
+class ByState(Reply):
+    waiting: int | None
+    active: int | None
+    delayed: int | None
+
+
+class QueueView(QueueHold):
+    depth: ByState = Field(description="its live job rows by state")
+    oldestAgeMs: ByState = Field(
+        description="the age of the oldest row in each state (since created); null: none"
+    )
+
+
+class QueueList(Reply):
+    items: list[QueueView]
+
+
+class BulkJobFilter(Body):
+    state: Literal["waiting", "delayed", "failed"] | None = Field(
+        default=None, description="retry: failed (the default); cancel: waiting or delayed (both by default)"
+    )
+    type: Annotated[str, StringConstraints(max_length=200)] | None = None
+    accountId: uuid.UUID | None = None
+    errorCode: Annotated[str, StringConstraints(max_length=200)] | None = Field(
+        default=None, description="error.code of the job, e.g. wb-unauthorized"
+    )
+    finishedAfter: datetime | None = Field(default=None, description="inclusive; retry only")
+    finishedBefore: datetime | None = Field(default=None, description="exclusive; retry only")
+
+
+class BulkJobsRequest(Body):
+    filter: BulkJobFilter = Field(default_factory=BulkJobFilter)
+    dryRun: bool = Field(default=False, description="answer how many match, queue nothing")
+
+
+class BulkMatched(Reply):
+    matched: int
+
+
+class BulkAccepted(Reply):
+    operationId: uuid.UUID = Field(
+        description="the maintenance:bulk-jobs job doing it: GET /v1/jobs/{operationId} (its result when done)"
+    )
+    matched: int = Field(description="how many matched when it was queued")
 
 
 class JobPage(Reply):

@@ -6,7 +6,8 @@ Every WORKER_HEARTBEAT_MS it:
    how many threads it runs and which queues it consumes (the overview shows them);
 2. when due (JOB_HEARTBEAT_MS), renews the row leases of all running jobs in
    one UPDATE, and (GATE_HEARTBEAT_MS) their gate leases in one Redis
-   pipeline; a run that lost either is told to stop before its next call;
+   pipeline; a run that lost either is told to stop before its next call, and so is a run an
+   operator cancelled (the row renewal reads the flag);
 3. requeues the running jobs of workers that died (their liveness key gone
    twice in a row) and of runs whose lease ran out;
 4. stops runs past their time limit (gatehouse_worker.time_limits): their
@@ -162,11 +163,16 @@ class LeaseKeeper:
 
     def renew_rows(self) -> None:
         held = self.renewable()
-        lost = self.jobs.renew([h.ctx.claim for h in held], self.s.job_lease_ms)
+        renewed = self.jobs.renew([h.ctx.claim for h in held], self.s.job_lease_ms)
         for h in held:
-            if h.ctx.claim.key in lost and self._still_holds(h, h.gate):
+            if h.ctx.claim.key in renewed.lost and self._still_holds(h, h.gate):
                 log.warning("job %s lost its row to another worker; it stops", h.ctx.claim.job_id)
                 h.ctx.lost.set()
+            elif h.ctx.claim.key in renewed.cancel and not h.ctx.cancelled.is_set():
+                log.info(
+                    "job %s: an operator cancelled it; it stops at its next checkpoint", h.ctx.claim.job_id
+                )
+                h.ctx.cancelled.set()
 
     def renew_gates(self) -> None:
         held = [(h, h.gate) for h in self.renewable() if h.gate is not None]

@@ -49,13 +49,20 @@ from gatehouse import logs, metrics, traces
 from gatehouse import progress as P
 from gatehouse import run_decision as rd
 from gatehouse.accounts import Accounts
-from gatehouse.errors import JobPaused, PermanentJobError, RetryLater, RunTimeLimitExceeded, error_info
+from gatehouse.errors import (
+    JobCancelled,
+    JobPaused,
+    PermanentJobError,
+    RetryLater,
+    RunTimeLimitExceeded,
+    error_info,
+)
 from gatehouse.fanout import SKIP_STREAK_FIELD, SkipStreaks
 from gatehouse.freshness import FreshnessStore
 from gatehouse.gate import RedisGate, job_of, owner
 from gatehouse.job_types import JobType, Policies, RunTimeLimits, announces, outcome_event, progress_event
 from gatehouse.jobs import Claim, JobMessage, JobStore, Outcome, datetime_to_ms
-from gatehouse.modules import ModuleStates, module_of_queue
+from gatehouse.pauses import Holds
 from gatehouse.uow import UnitOfWork
 from gatehouse.wb.errors import WbUnauthorized
 from gatehouse.wb.pauses import AccountPauses
@@ -71,8 +78,8 @@ DB_DOWN = (OperationalError, PoolTimeout, SaOperationalError, SaPoolTimeout)
 # A message that could not be claimed because PostgreSQL did not answer comes
 # back after this long (reconciliation is the net below it).
 CLAIM_RETRY_MS = 5_000
-# A message of a module that is off comes back after this long (its consumer is paused by then).
-MODULE_OFF_RETRY_MS = 1_000
+# A message of a held queue comes back after this long (its consumer is paused by then).
+HELD_RETRY_MS = 1_000
 FINISHED = {"complete": "completed", "skip": "skipped", "fail": "failed"}  # metric labels, event states
 WAKE_TRIES = 5  # stale waiters (finished, or not parked any more) skipped per release
 
@@ -96,7 +103,7 @@ class JobRuntime(Middleware):
         jobs: JobStore,
         gate: RedisGate,
         pauses: AccountPauses,
-        modules: ModuleStates,
+        holds: Holds,
         policies: Policies,
         leases: LeaseKeeper,
         wb_access: WbAccess,
@@ -110,7 +117,7 @@ class JobRuntime(Middleware):
     ) -> None:
         self.uow, self.jobs, self.gate, self.pauses = uow, jobs, gate, pauses
         self.accounts = accounts  # marks an account whose token WB rejected
-        self.modules, self.policies = modules, policies
+        self.holds, self.policies = holds, policies
         self.leases, self.wb_access = leases, wb_access
         self.timings, self.g = timings, gate_timings
         self.limits = limits
@@ -144,7 +151,7 @@ class JobRuntime(Middleware):
             self._run(job_type, body, job_id, number)
 
     def _run(self, job_type: JobType, body: Callable[[JobContext], Any], job_id: str, number: int) -> None:
-        if self._module_off(job_type, job_id, number):
+        if self._held(job_type, job_id, number):
             return
         with traces.span("job claim"):
             claim = self._claim(job_type, job_id, number)
@@ -154,6 +161,8 @@ class JobRuntime(Middleware):
         ctx = JobContext(
             claim=claim, jobs=self.jobs, wb_access=self.wb_access, poll_delay_ms=self.g.poll_delay_ms
         )
+        if claim.job.cancel_requested_at is not None:  # cancelled while it ran before: it stops first
+            ctx.cancelled.set()
         self.leases.add(ctx)
         try:
             facts, outcome = self._admit(job_type, ctx)
@@ -187,12 +196,11 @@ class JobRuntime(Middleware):
         with self.uow.autocommit() as tx:
             tx.record(JobMessage(uuid.UUID(job_id), job_type.queue, job_type.name, number, eta_ms))
 
-    def _module_off(self, job_type: JobType, job_id: str, number: int) -> bool:
-        """A message prefetched before its module went off goes back unclaimed (gatehouse_worker.modules)."""
-        module = module_of_queue(job_type.queue)
-        if module is None or self.modules.state(module.name).on:
+    def _held(self, job_type: JobType, job_id: str, number: int) -> bool:
+        """A message prefetched before its queue was held goes back unclaimed (gatehouse_worker.holds)."""
+        if not self.holds.queue_paused(job_type.queue):
             return False
-        self._put_back(job_type, job_id, number, MODULE_OFF_RETRY_MS)
+        self._put_back(job_type, job_id, number, HELD_RETRY_MS)
         return True
 
     def _claim(self, job_type: JobType, job_id: str, number: int) -> Claim | None:
@@ -235,6 +243,8 @@ class JobRuntime(Middleware):
         )
         if not facts.gated:
             return facts, None
+        if self.holds.account_pause(job.account_id) is not None:  # an operator holds the account
+            return facts, rd.AccountHeld()
         account, me = str(job.account_id), owner(job.queue, job.id)
         try:
             acquired = self.gate.acquire(
@@ -275,6 +285,8 @@ class JobRuntime(Middleware):
             return rd.Paused(current_millis(), P.WAITING_ACCOUNT, "lease-lost")
         try:
             with body_running(ctx, limit_ms), traces.span("job body"):
+                if ctx.cancelled.is_set():
+                    raise JobCancelled()
                 result = body(ctx)
             return rd.Completed(result)
         except JobPaused as exc:
@@ -354,7 +366,8 @@ class JobRuntime(Middleware):
         if t.kind in ("complete", "skip", "fail"):
             state = "failed" if t.kind == "fail" else "completed"
             progress = P.stored(t.phase, reason=t.reason)
-            if job.tier == "scheduled" and job_type.gate is not None:
+            # A skip while an operator holds the account is not the gate's: no starvation count.
+            if job.tier == "scheduled" and job_type.gate is not None and t.reason != rd.ACCOUNT_PAUSED:
                 self._count_skips(ctx, skipped=t.kind == "skip")
             self._write(lambda: self._finish(job_type, claim, state, progress, t, ctx.wb_token), job.id)
             metrics.JOBS_FINISHED.labels(type=job.type, outcome=FINISHED[t.kind]).inc()

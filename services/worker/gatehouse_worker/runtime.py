@@ -23,7 +23,7 @@ from dramatiq.common import current_millis
 
 from gatehouse.accounts import Accounts
 from gatehouse.bucket import RedisTokenBucket
-from gatehouse.errors import JobPaused, RunTimeLimitExceeded
+from gatehouse.errors import JobCancelled, JobPaused, RunTimeLimitExceeded
 from gatehouse.job_types import JobType
 from gatehouse.jobs import Claim, JobStore
 from gatehouse.progress import RATE_LIMITED, WAITING_ACCOUNT
@@ -53,6 +53,9 @@ class JobContext:
     poll_delay_ms: int  # GATE_POLL_DELAY_MS: a run that lost its lease waits this long, then runs again
     # Set by the lease keeper when the run lost its row or gate lease: it stops before its next call.
     lost: threading.Event = field(default_factory=threading.Event)
+    # Set when an operator cancelled the running job (the lease keeper's renewal reads the flag):
+    # it stops before its next call and ends failed, ``cancelled``.
+    cancelled: threading.Event = field(default_factory=threading.Event)
     # The run's time limit (gatehouse_worker.time_limits): its deadline (time.monotonic()), the
     # thread its body runs in while it runs, and whether it was interrupted.
     deadline: float = math.inf
@@ -123,15 +126,18 @@ class JobContext:
 
     def save_checkpoint(self, checkpoint: dict[str, Any], *, tx: Tx | None = None) -> None:
         """Record progress after each page, so a pause, retry or crash resumes here; a run that lost
-        its lease, or is past its time limit, stops here.
+        its lease, is past its time limit or was cancelled stops here.
 
         With ``tx``, in that unit of work (it commits with the step it records, and a stop here rolls
         both back); without, the progress is saved before the run stops.
         """
-        if self.jobs.save_checkpoint(self.claim, checkpoint, tx=tx):
-            self.claim.job.checkpoint = checkpoint
-        else:
+        saved = self.jobs.save_checkpoint(self.claim, checkpoint, tx=tx)
+        if saved is None:
             self.lost.set()
+        else:
+            self.claim.job.checkpoint = checkpoint
+            if saved.cancel:
+                self.cancelled.set()
         self.ensure_held()
 
     def overdue(self, at: float | None = None) -> bool:
@@ -139,9 +145,12 @@ class JobContext:
         return (time.monotonic() if at is None else at) > self.deadline
 
     def ensure_held(self) -> None:
-        """Call before each external call: stop (and wait) if the lease is gone; stop if past the time limit."""
+        """Call before each external call: stop (and wait) if the lease is gone; stop if past the time
+        limit or cancelled."""
         if self.overdue():
             raise RunTimeLimitExceeded()
+        if self.cancelled.is_set():
+            raise JobCancelled()
         if self.lost.is_set():
             raise JobPaused(
                 "the job lost its lease; it waits to run again",

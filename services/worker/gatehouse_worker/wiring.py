@@ -32,10 +32,10 @@ from gatehouse.workers import process_name
 from gatehouse_worker import runtime
 from gatehouse_worker.batches import RowBatches
 from gatehouse_worker.health import ConsumerLiveness
+from gatehouse_worker.holds import QueuePauses
 from gatehouse_worker.jobs.notifications import SmtpConfig
 from gatehouse_worker.leases import Beats, LeaseKeeper
 from gatehouse_worker.middleware import BootReconciliation, CloseStores, FlushTraces, IdlePoll
-from gatehouse_worker.modules import ModulePauses
 from gatehouse_worker.pipeline import GateTimings, JobRuntime, declare
 from gatehouse_worker.runtime import WbAccess
 from gatehouse_worker.schedules import declare_schedules
@@ -82,7 +82,7 @@ def job_runtime(c: Components) -> JobRuntime:
         accounts=c.accounts,
         gate=c.gate,
         pauses=c.pauses,
-        modules=c.modules,
+        holds=c.holds,
         policies=c.policies,
         leases=leases,
         wb_access=WbAccess(
@@ -121,7 +121,7 @@ def consumer_middleware(c: Components) -> list[Middleware]:
         IdlePoll(s.worker_idle_poll_ms, quiet_ms=s.worker_quiet_poll_ms, quiet_queues=QUIET_QUEUES),
         PeriodiqMiddleware(skip_delay=TICK_SKIP_DELAY_S),
         job_runtime(c),
-        ModulePauses(c.modules),
+        QueuePauses(c.holds),
         BootReconciliation(c.job_handlers.reconcile),
         ConsumerLiveness(s),
     ]
@@ -142,6 +142,7 @@ def body_collaborators(c: Components) -> dict[str, Any]:
         "report_page_rows": s.wb_report_page_rows,
         "redis": c.redis,
         "fan_outs": c.fan_out_handlers,
+        "job_handlers": c.job_handlers,
     }
 
 

@@ -29,7 +29,7 @@ def test_retry_a_failed_job_and_see_it_run_again(console, gh, sql):
     page = console.open(f"/console/jobs/{job}")
     expect(page.locator("[data-state]")).to_have_text("failed")
     expect(page.locator("#job")).to_contain_text("RuntimeError")
-    expect(page.get_by_role("button", name="Cancel")).to_have_count(0)
+    expect(page.get_by_role("link", name="Cancel…")).to_have_count(0)
     console.shot("job")
     assert console.axe() == []
     page.get_by_role("button", name="Retry").click()
@@ -51,14 +51,15 @@ def test_cancel_a_waiting_job_and_see_it_cancelled(console, gh):
     page = console.open(f"/console/jobs/{waiter}")
     expect(page.locator("#job")).to_contain_text("waiting-account")
     expect(page.get_by_role("button", name="Retry")).to_have_count(0)
-    page.get_by_role("button", name="Cancel").click()
+    page.get_by_role("link", name="Cancel…").click()
+    page.get_by_role("button", name="Cancel the job").click()  # its confirm step
 
     expect(page.locator("[data-state]")).to_have_text("failed")
     expect(page.locator("#job")).to_contain_text("cancelled")
     expect(page.locator("#job")).to_contain_text("задача отменена оператором")
     cancelled = status(console, waiter)
     assert cancelled["state"] == "failed" and cancelled["error"]["code"] == "cancelled"
-    # The running holder cannot be cancelled: its page offers no Cancel
+    # The running holder is cancelled cooperatively: its page offers Cancel too
     page = console.open(f"/console/jobs/{holder}")
     expect(page.locator("[data-state]")).to_have_text("active")
-    expect(page.get_by_role("button", name="Cancel")).to_have_count(0)
+    expect(page.get_by_role("link", name="Cancel…")).to_have_count(1)

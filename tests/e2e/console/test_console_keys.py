@@ -22,7 +22,7 @@ def test_revoke_a_staff_key_after_confirming(console, gh):
     # The confirm step: what will happen, and a way back that changes nothing
     expect(page.get_by_role("heading", name=f"Revoke staff key {doomed_id}?")).to_be_visible()
     assert console.axe() == []
-    page.get_by_role("link", name="Cancel").click()
+    page.get_by_role("link", name="Back").click()
     expect(page.locator(f"tr[data-key='{doomed_id}']")).to_have_count(1)
     assert httpx.get(f"{console.url}/v1/admin/jobs", headers=bearer).status_code == 200
 

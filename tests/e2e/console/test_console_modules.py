@@ -17,11 +17,12 @@ def test_disable_a_module_and_see_its_queue_paused(console, processes, gh):
     row = page.locator("tr[data-module=catalog]")
     expect(row).to_contain_text("enabled")
     expect(row).to_contain_text(QUEUE)
-    row.get_by_role("button", name="Disable").click()
+    row.get_by_role("link", name="Disable…").click()
+    page.get_by_role("button", name="Disable the module").click()  # its confirm step
     expect(page.locator("tr[data-module=catalog]")).to_contain_text("disabled")
     assert not gh.modules.state("catalog", fresh=True).enabled
     wait_until(
-        lambda: logged(procs, f"module catalog is off: consumer of {QUEUE} paused"),
+        lambda: logged(procs, f"queue {QUEUE} is held (module catalog is off): its consumer is paused"),
         timeout=20,
         what="the worker to pause the queue",
     )

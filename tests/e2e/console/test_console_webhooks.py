@@ -200,7 +200,8 @@ def test_endpoint_actions_replay_all_dead_since_rotate_secret_send_test_disable(
 
     # When the secret is rotated, the new one shows once, on the answer
     page = console.open("/console/webhooks/endpoints")
-    page.locator(f"tr[data-endpoint='{endpoint_id}']").get_by_role("button", name="Rotate secret").click()
+    page.locator(f"tr[data-endpoint='{endpoint_id}']").get_by_role("link", name="Rotate secret…").click()
+    page.get_by_role("button", name="Rotate the secret").click()  # its confirm step
     secret = page.locator("#secret").text_content()
     assert secret and secret.startswith("whsec_") and secret != created.secret
     expect(page.get_by_role("alert")).to_contain_text("shown only on this page, once")

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from gatehouse.accounts import Accounts
 from gatehouse.freshness import FreshnessStore
-from gatehouse.handlers import AccountHandlers, JobHandlers, ModuleHandlers
+from gatehouse.handlers import AccountHandlers, HoldHandlers, JobHandlers, ModuleHandlers
 from gatehouse.modules import ModuleStates
 from gatehouse.rotation import KeyRotation
 from gatehouse.users import Users
 from gatehouse_api.auth import AuthGuard
 from gatehouse_api.console import accounts as account_pages
 from gatehouse_api.console import bulk as bulk_pages
+from gatehouse_api.console import holds as hold_pages
 from gatehouse_api.console import jobs as job_pages
 from gatehouse_api.console import keys as key_pages
 from gatehouse_api.console import modules, signin
@@ -28,6 +29,7 @@ from gatehouse_api.console.web import PREFIX, Console, ConsoleGuard, install_err
 from gatehouse_api.resources.admin import ScheduleViews
 from gatehouse_api.resources.bulk import BulkViews
 from gatehouse_api.resources.gates import GateViews
+from gatehouse_api.resources.holds import HoldViews
 from gatehouse_api.resources.jobs import JobViews
 from gatehouse_api.resources.overview import OverviewViews
 from gatehouse_api.resources.webhooks import WebhookActions, WebhookViews
@@ -38,6 +40,8 @@ def build(
     *,
     jobs: JobViews,
     job_handlers: JobHandlers,
+    hold_handlers: HoldHandlers,
+    holds: HoldViews,
     gates: GateViews,
     bulk: BulkViews,
     webhooks: WebhookViews,
@@ -59,7 +63,9 @@ def build(
         "/logout": signin.Logout(console),
         "/static/{name}": signin.Static(console),
         "/accounts": account_pages.Accounts(console, gates),
-        "/accounts/{account_id:uuid}": account_pages.Account(console, gates, jobs, accounts, freshness),
+        "/accounts/{account_id:uuid}": account_pages.Account(
+            console, gates, jobs, accounts, freshness, holds
+        ),
         "/accounts/{account_id:uuid}/keys/{key_id}/revoke": key_pages.RevokeAccountKey(
             console, account_handlers
         ),
@@ -69,10 +75,17 @@ def build(
         "/jobs": job_pages.Jobs(console, jobs, accounts),
         "/jobs/{job_id:uuid}": job_pages.Job(console, jobs, gates),
         "/jobs/{job_id:uuid}/retry": job_pages.RetryJob(console, jobs, gates, job_handlers),
-        "/jobs/{job_id:uuid}/cancel": job_pages.CancelJob(console, jobs, gates, job_handlers),
+        "/jobs/{job_id:uuid}/cancel": job_pages.CancelJob(console, jobs, job_handlers),
+        "/jobs/retry-all": job_pages.RetryAll(console, job_handlers),
+        "/jobs/cancel-all": job_pages.CancelAll(console, job_handlers),
         "/throughput": throughput_pages.Throughput(console, jobs),
+        "/queues/{queue}/pause": hold_pages.PauseQueue(console, hold_handlers),
+        "/queues/{queue}/resume": hold_pages.ResumeQueue(console, hold_handlers),
+        "/accounts/{account_id:uuid}/pause": hold_pages.PauseAccount(console, hold_handlers),
+        "/accounts/{account_id:uuid}/resume": hold_pages.ResumeAccount(console, hold_handlers),
         "/modules": modules.Modules(console, modules_),
         "/modules/{name}": modules.SetModule(console, module_handlers),
+        "/modules/{name}/disable": modules.DisableModule(console, module_handlers),
         "/bulk-operations": bulk_pages.BulkOperations(console, bulk, modules_, users),
         "/bulk-operations/{operation_id:uuid}": bulk_pages.BulkOperation(console, bulk, modules_, users),
         "/webhooks/endpoints": webhook_pages.Endpoints(*hooks),

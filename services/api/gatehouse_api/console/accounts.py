@@ -15,6 +15,7 @@ from gatehouse.job_types import REGISTRY
 from gatehouse_api.console.web import Console, Page, query
 from gatehouse_api.resources.accounts import freshness_view, key_list
 from gatehouse_api.resources.gates import GateViews
+from gatehouse_api.resources.holds import HoldViews
 from gatehouse_api.resources.jobs import JobViews, job_view
 
 PAGE = 50
@@ -105,9 +106,11 @@ class Account(Page):
         jobs: JobViews,
         accounts: AccountStore,
         freshness: FreshnessStore,
+        holds: HoldViews,
     ) -> None:
         super().__init__(console)
-        self.gates, self.jobs, self.accounts, self.freshness = gates, jobs, accounts, freshness
+        self.gates, self.jobs, self.accounts = gates, jobs, accounts
+        self.freshness, self.holds = freshness, holds
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         view = self.gates.account(account_id)
@@ -120,6 +123,7 @@ class Account(Page):
             resp,
             "account.html",
             account=view,
+            hold=self.holds.account(account_id),
             gate=view["gate"],
             lease_until=_until(now, view["gate"]["leaseMsLeft"]),
             waited={

@@ -1,5 +1,6 @@
-"""Jobs: every account's jobs by state, phase, type, tier, queue, account and time; one job's row and
-attempts; retry, cancel."""
+"""Jobs: every account's jobs by state, phase, type, tier, queue, account, time and a search; one
+job's row and attempts; retry, cancel (after a confirm step), and retry or cancel all that match the
+filter (the same)."""
 
 from __future__ import annotations
 
@@ -13,16 +14,17 @@ import falcon
 from gatehouse import progress
 from gatehouse.accounts import Accounts as AccountStore
 from gatehouse.errors import Conflict, NotFound, ValidationFailed
-from gatehouse.handlers import JobHandlers
+from gatehouse.handlers import BULK_STATES, BulkAction, JobHandlers
 from gatehouse.job_types import REGISTRY
 from gatehouse.jobs import JobRecord
 from gatehouse.models import STATES, TIERS
-from gatehouse_api.console.web import PREFIX, Console, Page, back, query
+from gatehouse_api.console.web import PREFIX, Confirmed, Console, Page, back, form, query
 from gatehouse_api.resources.gates import GateViews
 from gatehouse_api.resources.jobs import JobViews, job_view, queues, span_ms
 
 PAGE = 50
 FILTERS = (
+    "q",
     "state",
     "phase",
     "type",
@@ -34,6 +36,8 @@ FILTERS = (
     "finishedAfter",
 )
 NO_PAGE = {"items": [], "nextCursor": None}
+# What of the list's filter a bulk action takes (gatehouse.handlers.job_filter); the others narrow only the list.
+BULK_FILTERS = ("state", "type", "accountId")
 
 
 def _is_uuid(raw: str) -> bool:
@@ -55,9 +59,10 @@ class Jobs(Page):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         param = query(req)
         filters = {name: param(name) or "" for name in FILTERS}
-        error = None
+        error, resolved = None, None
         try:
-            found = self.jobs.page(self._by_account_name(param), limit=PAGE)
+            resolved = self._by_account_name(param)
+            found = self.jobs.page(resolved, limit=PAGE)
         except ValidationFailed as exc:  # the page as asked, its form as filled, the error beside it
             error, found = exc.detail, NO_PAGE
         self.console.render(
@@ -74,6 +79,7 @@ class Jobs(Page):
             next_cursor=found["nextCursor"],
             filters=filters,
             error=error,
+            bulk={name: value for name in BULK_FILTERS if resolved and (value := resolved(name))},
             choices={
                 "state": STATES,
                 "phase": progress.PHASES,
@@ -188,8 +194,78 @@ class RetryJob(_Action):
         self.handlers.retry(job_id, actor=actor)
 
 
-class CancelJob(_Action):
-    """The form twin of POST /v1/jobs/{jobId}/cancel: a waiting or delayed job ends failed (cancelled)."""
+class CancelJob(Confirmed):
+    """The form twin of POST /v1/jobs/{jobId}/cancel, after a confirm step: a waiting or delayed job
+    ends failed (cancelled); a running one stops at its next checkpoint or WB call."""
 
-    def act(self, job_id: uuid.UUID, actor: str) -> None:
+    label = "Cancel the job"
+
+    def __init__(self, console: Console, jobs: JobViews, handlers: JobHandlers) -> None:
+        super().__init__(console)
+        self.jobs, self.handlers = jobs, handlers
+
+    def describe(self, req: falcon.Request, job_id: uuid.UUID) -> tuple[str, str, str]:
+        job = self.jobs.get(job_id)
+        what = (
+            "It is running: it stops at its next checkpoint or WB call and ends failed, cancelled; "
+            "its account's gate is released."
+            if job.state == "active"
+            else "It ends failed, cancelled, and never runs again unless retried."
+        )
+        return f"Cancel job {job.type} ({job.state})?", what, f"POST /v1/jobs/{job_id}/cancel"
+
+    def act(self, req: falcon.Request, actor: str, job_id: uuid.UUID) -> None:
         self.handlers.cancel(job_id, actor=actor)
+
+    def done(self, job_id: uuid.UUID) -> str:
+        return f"{PREFIX}/jobs/{job_id}"
+
+
+class _AllMatching(Confirmed):
+    """A bulk action on the jobs the list's filter matches (its state, type and account), after a
+    confirm step that says how many match now; then the page of the job that does it."""
+
+    action: BulkAction
+    verb = ""
+
+    def __init__(self, console: Console, handlers: JobHandlers) -> None:
+        super().__init__(console)
+        self.handlers = handlers
+
+    def fields(self, req: falcon.Request) -> dict[str, str]:
+        return {name: value for name in BULK_FILTERS if (value := req.get_param(name))}
+
+    def describe(self, req: falcon.Request) -> tuple[str, str, str]:
+        filters = self.fields(req)
+        matched = self.handlers.matching(self.action, filters)
+        narrowed = ", ".join(f"{k} {v}" for k, v in filters.items()) or "no filter"
+        return (
+            f"{self.verb} {matched} job{'' if matched == 1 else 's'}?",
+            f"Every {' or '.join(BULK_STATES[self.action])} job that matches ({narrowed}) — "
+            f"{matched} now — is {self.verb.lower()}d by one maintenance job, in batches; each change is audited.",
+            f"POST /v1/admin/jobs/{self.action}",
+        )
+
+    def act(self, req: falcon.Request, actor: str) -> str:
+        filters = {name: value for name in BULK_FILTERS if (value := form(req).get(name))}
+        job, _ = self.handlers.start_bulk(self.action, filters, actor=actor)
+        return f"{PREFIX}/jobs/{job.id}"
+
+    def done(self) -> str:
+        return f"{PREFIX}/jobs"
+
+
+class RetryAll(_AllMatching):
+    """The form twin of POST /v1/admin/jobs/retry."""
+
+    action = "retry"
+    verb = "Retry"
+    label = "Retry all matching"
+
+
+class CancelAll(_AllMatching):
+    """The form twin of POST /v1/admin/jobs/cancel."""
+
+    action = "cancel"
+    verb = "Cancel"
+    label = "Cancel all matching"

@@ -1,9 +1,5 @@
-"""Keys and staff users: the users with their keys; revoking a key or removing a user, each after a confirm step.
-
-A destructive action is two requests: its GET page says what will happen and offers
-the button (a form with the session's CSRF token) or a way back; its POST does it,
-through the same handler as its JSON twin. No script is needed for the step.
-"""
+"""Keys and staff users: the users with their keys; revoking a key or removing a user, each after a
+confirm step (``Confirmed``: a GET says what will happen, a POST does it)."""
 
 from __future__ import annotations
 
@@ -13,8 +9,8 @@ import falcon
 
 from gatehouse.handlers import AccountHandlers
 from gatehouse.users import USER_KEY_PREFIX, Users
-from gatehouse_api.auth import principal, require_admin, require_admin_token
-from gatehouse_api.console.web import PREFIX, Console, Page, back
+from gatehouse_api.auth import require_admin, require_admin_token
+from gatehouse_api.console.web import PREFIX, Confirmed, Console, Page
 from gatehouse_api.resources.accounts import key_list
 from gatehouse_api.resources.users import user_list
 
@@ -41,42 +37,15 @@ class StaffUsers(Page):
         )
 
 
-class _Confirmed(Page):
-    """GET: the confirm step (what will happen, the button, the way back); POST: the action."""
-
-    label = ""
+class _Confirmed(Confirmed):
+    """A key or user action after its confirm step (the admin token's sessions only, as the JSON routes)."""
 
     def __init__(self, console: Console, handlers: AccountHandlers) -> None:
         super().__init__(console)
         self.handlers = handlers
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, **params: object) -> None:
-        self.allowed(req)
-        title, what, twin = self.describe(**params)
-        self.console.render(
-            req,
-            resp,
-            "confirm.html",
-            title=title,
-            what=what,
-            label=self.label,
-            cancel=self.done(**params),
-            twin=twin,
-        )
-
-    def on_post(self, req: falcon.Request, resp: falcon.Response, **params: object) -> None:
-        self.allowed(req)
-        self.act(principal(req).actor, **params)
-        back(resp, self.done(**params))
-
     def allowed(self, req: falcon.Request) -> None:
         require_admin_token(req)
-
-    def describe(self, **params: object) -> tuple[str, str, str]:
-        raise NotImplementedError
-
-    def act(self, actor: str, **params: object) -> None:
-        raise NotImplementedError
 
     def done(self, **params: object) -> str:
         return f"{PREFIX}/users"
@@ -90,7 +59,7 @@ class RevokeAccountKey(_Confirmed):
     def allowed(self, req: falcon.Request) -> None:
         require_admin(req)
 
-    def describe(self, account_id: uuid.UUID, key_id: str) -> tuple[str, str, str]:
+    def describe(self, req: falcon.Request, account_id: uuid.UUID, key_id: str) -> tuple[str, str, str]:
         return (
             f"Revoke key {key_id}?",
             "Requests made with it answer 401 from the next one on, in every API process. "
@@ -98,7 +67,7 @@ class RevokeAccountKey(_Confirmed):
             f"DELETE /v1/accounts/{account_id}/keys/{key_id}",
         )
 
-    def act(self, actor: str, account_id: uuid.UUID, key_id: str) -> None:
+    def act(self, req: falcon.Request, actor: str, account_id: uuid.UUID, key_id: str) -> None:
         self.handlers.revoke_account_key(account_id, key_id, actor=actor)
 
     def done(self, account_id: uuid.UUID, key_id: str) -> str:
@@ -110,7 +79,7 @@ class RevokeUserKey(_Confirmed):
 
     label = "Revoke the key"
 
-    def describe(self, user_id: uuid.UUID, key_id: str) -> tuple[str, str, str]:
+    def describe(self, req: falcon.Request, user_id: uuid.UUID, key_id: str) -> tuple[str, str, str]:
         return (
             f"Revoke staff key {key_id}?",
             "Requests made with it answer 401 from the next one on, and the console sessions "
@@ -118,7 +87,7 @@ class RevokeUserKey(_Confirmed):
             f"DELETE /v1/admin/users/{user_id}/keys/{key_id}",
         )
 
-    def act(self, actor: str, user_id: uuid.UUID, key_id: str) -> None:
+    def act(self, req: falcon.Request, actor: str, user_id: uuid.UUID, key_id: str) -> None:
         self.handlers.revoke_user_key(user_id, key_id, actor=actor)
 
 
@@ -127,7 +96,7 @@ class RemoveUser(_Confirmed):
 
     label = "Remove the user"
 
-    def describe(self, user_id: uuid.UUID) -> tuple[str, str, str]:
+    def describe(self, req: falcon.Request, user_id: uuid.UUID) -> tuple[str, str, str]:
         return (
             "Remove this staff user?",
             "Every key of theirs is revoked and their console sessions end; the audit log keeps "
@@ -135,5 +104,5 @@ class RemoveUser(_Confirmed):
             f"DELETE /v1/admin/users/{user_id}",
         )
 
-    def act(self, actor: str, user_id: uuid.UUID) -> None:
+    def act(self, req: falcon.Request, actor: str, user_id: uuid.UUID) -> None:
         self.handlers.remove_user(user_id, actor=actor)

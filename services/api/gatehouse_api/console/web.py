@@ -155,6 +155,53 @@ class Page:
         self.console = console
 
 
+class Confirmed(Page):
+    """A consequential action in two requests: GET is its confirm step (what will happen, the button —
+    a form with the session's CSRF token — and the way back), POST does it, through the same
+    handler as its JSON twin. No script and no browser dialog is needed for the step.
+
+    A subclass says ``describe`` (title, what happens, the JSON twin), ``act`` and ``done`` (where
+    to go after, and the confirm step's way back); ``fields`` are hidden fields its form posts.
+    """
+
+    label = ""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, **params: Any) -> None:
+        self.allowed(req)
+        title, what, twin = self.describe(req, **params)
+        self.console.render(
+            req,
+            resp,
+            "confirm.html",
+            title=title,
+            what=what,
+            label=self.label,
+            cancel=self.done(**params),
+            twin=twin,
+            fields=self.fields(req),
+        )
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, **params: Any) -> None:
+        self.allowed(req)
+        back(resp, self.act(req, req.context.principal.actor, **params) or self.done(**params))
+
+    def allowed(self, req: falcon.Request) -> None:
+        """Who may: every console session by default (each is an admin's)."""
+
+    def describe(self, req: falcon.Request, **params: Any) -> tuple[str, str, str]:
+        raise NotImplementedError
+
+    def fields(self, req: falcon.Request) -> dict[str, str]:
+        return {}
+
+    def act(self, req: falcon.Request, actor: str, **params: Any) -> str | None:
+        """Do it; return where to go next, or None for ``done``."""
+        raise NotImplementedError
+
+    def done(self, **params: Any) -> str:
+        raise NotImplementedError
+
+
 def query(req: falcon.Request) -> Callable[[str], str | None]:
     """A filter form's parameters: an empty field (the form's "any") reads as absent, as in the JSON lists."""
     return lambda name: req.get_param(name) or None

@@ -27,7 +27,7 @@ from gatehouse.modules import ModuleState, ModuleStates
 from gatehouse.paging import instant
 from gatehouse.webhooks.store import EVENT_TYPES
 from gatehouse.webhooks.tables import STATUSES
-from gatehouse_api.console.web import PREFIX, Console, Page, back, form, query
+from gatehouse_api.console.web import PREFIX, Confirmed, Console, Page, back, form, query
 from gatehouse_api.resources.webhooks import WebhookActions, WebhookViews
 
 MODULE = "webhooks"
@@ -83,8 +83,23 @@ class SetEnabled(_Page):
         back(resp, f"{PREFIX}/webhooks/endpoints")
 
 
-class RotateSecret(_Page):
-    """Twin of POST …/rotate-secret: the answer to this POST is the only place the secret shows."""
+class RotateSecret(_Page, Confirmed):
+    """Twin of POST …/rotate-secret, after a confirm step: the answer to this POST is the only place
+    the secret shows."""
+
+    label = "Rotate the secret"
+
+    def describe(self, req: falcon.Request, endpoint_id: uuid.UUID) -> tuple[str, str, str]:
+        endpoint = self.views.endpoint(endpoint_id)
+        return (
+            f"Rotate the signing secret of {endpoint['url']}?",
+            "A new secret signs its deliveries from now on, the old one beside it for "
+            "WEBHOOK_ROTATION_GRACE_MS; the new secret is shown once, on the next page.",
+            f"POST /v1/admin/webhooks/endpoints/{endpoint_id}/rotate-secret",
+        )
+
+    def done(self, endpoint_id: uuid.UUID) -> str:
+        return f"{PREFIX}/webhooks/endpoints"
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, endpoint_id: uuid.UUID) -> None:
         self.require_module()

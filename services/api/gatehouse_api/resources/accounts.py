@@ -13,6 +13,7 @@ from gatehouse.freshness import DatasetFreshness, FreshnessStore
 from gatehouse.handlers import AccountHandlers
 from gatehouse.keys import KeyRecord
 from gatehouse.models import Account as AccountModel
+from gatehouse.pauses import Holds
 from gatehouse_api.auth import principal, require_account, require_admin
 from gatehouse_api.body import read_json
 from gatehouse_api.openapi import contract
@@ -41,7 +42,7 @@ def key_list(keys: list[KeyRecord]) -> dict:
     ).model_dump(mode="json")
 
 
-def account_view(account: AccountModel) -> dict:
+def account_view(account: AccountModel, holds: Holds) -> dict:
     """An account as the API shows it: never its token."""
     return AccountView(
         accountId=account.id,
@@ -49,6 +50,7 @@ def account_view(account: AccountModel) -> dict:
         active=account.active,
         tokenInvalid=account.token_invalid,
         createdAt=account.created_at,
+        paused=holds.account_pause(account.id) is not None,
     ).model_dump(mode="json")
 
 
@@ -72,13 +74,16 @@ class Accounts:
 
 
 class Account:
-    def __init__(self, handlers: AccountHandlers, accounts: AccountStore, *, max_body_bytes: int) -> None:
-        self.handlers, self.accounts, self.max_body_bytes = handlers, accounts, max_body_bytes
+    def __init__(
+        self, handlers: AccountHandlers, accounts: AccountStore, holds: Holds, *, max_body_bytes: int
+    ) -> None:
+        self.handlers, self.accounts, self.holds = handlers, accounts, holds
+        self.max_body_bytes = max_body_bytes
 
     @contract("Read an account", (200, AccountView, "the account"), (401, 404))
     def on_get(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:
         require_account(req, account_id)
-        resp.media = account_view(self.accounts.get(account_id))
+        resp.media = account_view(self.accounts.get(account_id), self.holds)
 
     @contract(
         "Change an account (admin): rename it, rotate its WB token, switch it off or on; audited",
@@ -94,7 +99,7 @@ class Account:
             raise ValidationFailed("give at least one of name, wbToken, active")
         change = AccountChange(name=body.name, wb_token=body.wbToken, active=body.active)
         account = self.handlers.update_account(account_id, change, actor=principal(req).actor)
-        resp.media = account_view(account)
+        resp.media = account_view(account, self.holds)
 
 
 class AccountKeys:

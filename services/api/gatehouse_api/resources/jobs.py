@@ -11,9 +11,9 @@ from redis import RedisError
 
 from gatehouse import digitization, progress
 from gatehouse.accounts import Accounts, require_active
-from gatehouse.errors import NotFound
+from gatehouse.errors import NotFound, ValidationFailed
 from gatehouse.gate import RedisGate, job_of, owner
-from gatehouse.handlers import JobHandlers
+from gatehouse.handlers import BulkAction, JobHandlers
 from gatehouse.job_types import AUTOBIDDER_SYNC_USER, IMPORT_KINDS, INVENTORY_SYNC_USER, REGISTRY, JobType
 from gatehouse.jobs import AttemptRecord, FinishedCount, JobRecord, JobStore
 from gatehouse.models import STATES, TIERS
@@ -23,6 +23,9 @@ from gatehouse_api.body import read_json
 from gatehouse_api.openapi import contract, page_params, query
 from gatehouse_api.paging import choice, decode_cursor, encode_cursor, page_limit, uuid_param
 from gatehouse_api.schemas import (
+    BulkAccepted,
+    BulkJobsRequest,
+    BulkMatched,
     ImportRequest,
     JobAccepted,
     JobAttempts,
@@ -59,6 +62,7 @@ def job_view(job: JobRecord, waiting: progress.Waiting | None = None) -> dict:
         createdAt=job.created_at,
         startedAt=job.started_at,
         finishedAt=job.finished_at,
+        cancelRequestedAt=job.cancel_requested_at,
     ).model_dump(mode="json", exclude_unset=True)
 
 
@@ -130,7 +134,7 @@ class JobViews:
         self, param: Callable[[str], str | None], *, limit: int, account_id: uuid.UUID | None = None
     ) -> dict:
         """A page (JobPage) of jobs newest first (one account's, with ``account_id``), by ``param``'s
-        state, phase, type, tier, queue, accountId, createdAfter, createdBefore, finishedAfter and cursor."""
+        state, phase, type, tier, queue, accountId, createdAfter, createdBefore, finishedAfter, q and cursor."""
         cursor = param("cursor")
         jobs = self.jobs.list_jobs(
             account_id=account_id or uuid_param(param("accountId"), "accountId"),
@@ -142,6 +146,7 @@ class JobViews:
             created_after=instant(param("createdAfter"), "createdAfter"),
             created_before=instant(param("createdBefore"), "createdBefore"),
             finished_after=instant(param("finishedAfter"), "finishedAfter"),
+            q=search_text(param("q")),
             limit=limit + 1,
             before=decode_cursor(cursor) if cursor else None,
         )
@@ -284,20 +289,28 @@ class JobRetry:
 
 
 class JobCancel:
-    """A waiting or delayed job ends failed, error code ``cancelled`` (admin): 200 and the job."""
+    """A job ends failed, error code ``cancelled`` (admin): 200 when it waited, 202 while a running one stops."""
 
     def __init__(self, handlers: JobHandlers) -> None:
         self.handlers = handlers
 
     @contract(
-        "Cancel a waiting or delayed job (admin): it ends failed, error code `cancelled`; audited",
-        (200, JobView, "the job, failed; it leaves its account's gate line and never runs"),
+        "Cancel a job (admin): it ends failed, error code `cancelled`; audited. A running job stops at "
+        "its next checkpoint or WB call",
+        [
+            (200, JobView, "it waited: the job, failed; it leaves its account's gate line and never runs"),
+            (202, JobView, "it runs: the job, still active, with cancelRequestedAt; poll its Location"),
+        ],
         (401, 403, 404, 409),
-        notes={409: "JOB_ACTIVE: a worker runs it now; JOB_FINISHED: it has already completed or failed"},
+        notes={409: "JOB_FINISHED: it has already completed or failed"},
     )
     def on_post(self, req: falcon.Request, resp: falcon.Response, job_id: uuid.UUID) -> None:
         require_admin(req)
-        resp.media = job_view(self.handlers.cancel(job_id, actor=principal(req).actor))
+        job, stopping = self.handlers.cancel(job_id, actor=principal(req).actor)
+        if stopping:
+            resp.status = 202
+            resp.location = f"/v1/jobs/{job.id}"
+        resp.media = job_view(job)
 
 
 class AccountJobs:
@@ -320,6 +333,9 @@ class AccountJobs:
             limit=page_limit(req.get_param("limit")),
             account_id=account_id,
         )
+
+
+SEARCH_MAX = 200
 
 
 class _AdminJobsRead:
@@ -359,8 +375,81 @@ class AdminJobs(_AdminJobsRead):
             query("createdAfter", "ISO 8601, inclusive (no offset: UTC)", format="date-time"),
             query("createdBefore", "ISO 8601, exclusive (no offset: UTC)", format="date-time"),
             query("finishedAfter", "ISO 8601, inclusive (no offset: UTC)", format="date-time"),
+            query(
+                "q",
+                "a job id or its first 4+ hex digits, a part of its account's name (any case), or an error code",
+                maxLength=SEARCH_MAX,
+            ),
         ),
     )
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_admin(req)
         resp.media = self.views.page(req.get_param, limit=page_limit(req.get_param("limit")))
+
+
+def search_text(raw: str | None) -> str | None:
+    """The jobs list's ``q``: absent or blank is no search."""
+    if raw is None or not raw.strip():
+        return None
+    if len(raw) > SEARCH_MAX:
+        raise ValidationFailed(f"q must be at most {SEARCH_MAX} characters", field="q")
+    return raw.strip()
+
+
+class _Bulk:
+    """A bulk retry or cancel (admin): a dry run counts, otherwise one maintenance:bulk-jobs job does it."""
+
+    action: BulkAction
+
+    def __init__(self, handlers: JobHandlers, *, max_body_bytes: int) -> None:
+        self.handlers, self.max_body_bytes = handlers, max_body_bytes
+
+    def bulk(self, req: falcon.Request, resp: falcon.Response) -> None:
+        require_admin(req)
+        body = read_json(req, BulkJobsRequest, max_bytes=self.max_body_bytes, allow_empty=True)
+        filters = body.filter.model_dump(mode="json", exclude_none=True)
+        if body.dryRun:
+            resp.media = BulkMatched(matched=self.handlers.matching(self.action, filters)).model_dump(
+                mode="json"
+            )
+            return
+        job, matched = self.handlers.start_bulk(self.action, filters, actor=principal(req).actor)
+        resp.status = 202
+        resp.location = f"/v1/jobs/{job.id}"
+        resp.media = BulkAccepted(operationId=job.id, matched=matched).model_dump(mode="json")
+
+
+BULK_REPLIES = (
+    [
+        (200, BulkMatched, "dryRun: how many jobs match now; nothing queued"),
+        (202, BulkAccepted, "queued: one job takes every match, batch by batch; poll its Location"),
+    ],
+    (400, 401, 403, 413, 415, 422),
+)
+BULK_NOTES = {422: "a filter field is invalid or not for this action, named in `field` (e.g. `filter.state`)"}
+
+
+class BulkRetry(_Bulk):
+    action = "retry"
+
+    @contract(
+        "Retry every failed job that matches the filter (admin; each retry audited)",
+        *BULK_REPLIES,
+        notes=BULK_NOTES,
+        body=(BulkJobsRequest, False),
+    )
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        self.bulk(req, resp)
+
+
+class BulkCancel(_Bulk):
+    action = "cancel"
+
+    @contract(
+        "Cancel every waiting or delayed job that matches the filter (admin; each cancel audited)",
+        *BULK_REPLIES,
+        notes=BULK_NOTES,
+        body=(BulkJobsRequest, False),
+    )
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        self.bulk(req, resp)

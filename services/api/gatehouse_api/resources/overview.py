@@ -31,8 +31,11 @@ class QueueOverview(Reply):
     name: str
     module: str | None = Field(description="the module that owns the queue; null: the core's")
     paused: bool | None = Field(
-        description="its module is off, so its consumers are paused; null: PostgreSQL did not answer"
+        description="held, so its consumers are paused (POST /v1/admin/queues/{queue}/pause, or its module "
+        "is off); null: PostgreSQL did not answer"
     )
+    pausedBy: str | None = Field(default=None, description="who paused it (a module's: who switched it off)")
+    pausedModule: str | None = Field(default=None, description="held because this module is off")
     ready: int | None = Field(description="waiting jobs: ready to run; null: PostgreSQL did not answer")
     delayed: int | None = Field(description="delayed jobs: a retry, a pause or a gate wait to end")
     running: int | None = Field(description="active jobs")
@@ -90,6 +93,8 @@ def overview_view(snap: Snapshot, schedules: ScheduleViews) -> dict:
                 name=q.name,
                 module=q.module,
                 paused=q.paused,
+                pausedBy=q.pause.paused_by if q.pause else None,
+                pausedModule=q.pause.module if q.pause else None,
                 ready=q.counts.ready if q.counts else None,
                 delayed=q.counts.delayed if q.counts else None,
                 running=q.counts.running if q.counts else None,
