@@ -491,7 +491,7 @@ class Outcome:
         """True when the outcome was written (the run still held the row), as JobStore.finish answers."""
         state = "failed" if t.kind == "fail" else "completed"
         with Sending(self.wh) as sending:
-            self.runtime._finish(IMPORT_USER_FEEDS, claim, state, P.stored(t.phase, reason=t.reason), t)
+            self.runtime._finish(IMPORT_USER_FEEDS, claim, state, P.stored(t.phase, reason=t.reason), t, None)
         self.sent = sending.sent
         row = self.wh.jobs.get(claim.job_id)
         return (row.state, row.claims) == (state, claim.claims)
