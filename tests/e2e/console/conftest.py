@@ -1,7 +1,8 @@
 """The console in a real browser: Debian's chromium driven by Playwright (no browser download).
 
 ``browser`` is one chromium for the session; ``console`` starts a real API
-(gunicorn) and gives a ``Console`` with a signed-in page. Screenshots go to
+(gunicorn) and gives a ``Console`` with a signed-in page (``signed_in``: one on
+an API a test started itself). Screenshots go to
 ``var/test-output/console/`` (GATEHOUSE_TEST_OUTPUT overrides), one per page
 a test looks at.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,9 +70,9 @@ def sign_in(page: Page, url: str, token: str = ADMIN_TOKEN) -> None:
     expect(page.locator("nav[aria-label=Console]")).to_be_visible()
 
 
-@pytest.fixture
-def console(browser: Browser, processes) -> Iterator[Console]:
-    _, url = processes.api()
+@contextmanager
+def signed_in(browser: Browser, url: str) -> Iterator[Console]:
+    """A ``Console`` on the API at ``url``; on exit, the page must have logged no error."""
     context = browser.new_context(viewport={"width": 1360, "height": 900})
     context.set_default_timeout(15_000)
     page = context.new_page()
@@ -81,3 +83,9 @@ def console(browser: Browser, processes) -> Iterator[Console]:
     yield Console(url, page)
     context.close()
     assert not errors, f"the page logged errors: {errors}"  # CSP violations show up here too
+
+
+@pytest.fixture
+def console(browser: Browser, processes) -> Iterator[Console]:
+    with signed_in(browser, processes.api()[1]) as console:
+        yield console
