@@ -376,4 +376,4 @@ def test_the_api_process_runs_no_timer_or_scheduler_thread(processes, tmp_path):
     assert {"dramatiq.worker.WorkerThread", "dramatiq.worker.ConsumerThread"} <= {k for k, _ in hosted}, (
         hosted
     )
-    assert {"lease-keeper", "module-pauses"} <= {name for _, name in hosted}, hosted
+    assert {"lease-keeper", "queue-pauses"} <= {name for _, name in hosted}, hosted

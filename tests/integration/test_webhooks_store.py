@@ -531,10 +531,10 @@ def test_a_cancelled_wb_job_raises_wb_job_failed_in_the_cancel_transaction(wh, d
     failures = endpoint(wh, event_types=["wb.job.failed"])
     job = wb_job(wh)
 
-    cancelled = wh.job_handlers.cancel(job.id, actor="admin")
+    cancelled, stopping = wh.job_handlers.cancel(job.id, actor="admin")
 
     [failed] = deliveries(db, event_type="wb.job.failed")
-    assert failed.endpoint_id == failures and cancelled.state == "failed"
+    assert failed.endpoint_id == failures and cancelled.state == "failed" and not stopping
     data = assert_shape(failed.payload, "wb.job.failed")
     assert (data["jobId"], data["state"], data["error"]["code"]) == (str(job.id), "failed", "cancelled")
     # its delivery job was sent after the commit
