@@ -24,7 +24,7 @@ from falcon import testing
 
 from bench.support import Result, bench_settings, latencies_ms, percentile
 from gatehouse.composition import bootstrap
-from gatehouse_api.app import create_app
+from gatehouse_api.app import create_app, settled
 
 N = 20_000
 ROUNDS = 15
@@ -61,7 +61,7 @@ def main() -> list[Result]:
             floor = latencies_ms(lambda _: conn.execute(FLOOR).fetchone(), range(ROUNDS))
         gh = bootstrap(settings)
         try:
-            client = testing.TestClient(create_app(gh))
+            client = testing.TestClient(settled(create_app(gh)))  # as get_app serves it
             headers = {"Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Type": "application/json"}
             bodies = {
                 "filter": {"filter": {"skuPrefix": "PV-"}, "patch": PATCH, "dryRun": True},

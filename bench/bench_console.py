@@ -26,7 +26,7 @@ from bench.support import Result, bench_settings, console_cookie
 from gatehouse.composition import bootstrap
 from gatehouse.gate import owner
 from gatehouse.job_types import REGISTRY
-from gatehouse_api.app import create_app
+from gatehouse_api.app import create_app, settled
 
 ACCOUNTS = 1_000
 JOBS = 100_000
@@ -84,7 +84,7 @@ SELECT gen_random_uuid(), e.id, 'msg_' || i, 'catalog.product.updated', '{"data"
        CASE WHEN i %% 7 = 0 THEN 'dead' ELSE 'delivered' END, 1 + i %% 8, now() - i * interval '10 seconds'
 FROM generate_series(1, 20000) i JOIN e ON e.n = 1 + i %% 20;
 
-UPDATE webhook_deliveries SET dead_reason = jsonb_build_object('kind', 'last-attempt', 'attempt', attempts,
+UPDATE webhook_deliveries SET dead_reason = jsonb_build_object('reason', 'exhausted', 'attempt', attempts,
   'statusCode', 500, 'error', NULL, 'at', now()) WHERE status = 'dead';
 
 INSERT INTO webhook_attempts (delivery_id, attempt, status_code, duration_ms)
@@ -171,7 +171,7 @@ def main() -> list[Result]:
             started = time.perf_counter()
             seed(settings, gh)
             print(f"seeded {JOBS:,} jobs, {ACCOUNTS:,} accounts in {time.perf_counter() - started:.1f} s")
-            client = testing.TestClient(create_app(gh))
+            client = testing.TestClient(settled(create_app(gh)))  # as get_app serves it
             cookie = console_cookie(client, ADMIN_TOKEN)
             print(f"{'page':34} {'median ms':>10} {'p95 ms':>8} {'budget/p95':>11}")
             worst, missing = 0.0, []

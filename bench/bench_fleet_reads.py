@@ -35,7 +35,7 @@ from bench.support import BENCH_REDIS_DB, Result, bench_settings, console_cookie
 from gatehouse.composition import bootstrap
 from gatehouse.job_types import REGISTRY
 from gatehouse.schedules import DEFAULTS
-from gatehouse_api.app import create_app
+from gatehouse_api.app import create_app, settled
 
 ACCOUNTS = int(os.environ.get("READS_ACCOUNTS", 100_000))
 PROBES = 200  # accounts the probes read; the baseline holds only their rows
@@ -167,7 +167,7 @@ def main() -> list[Result]:
                 seed_accounts(conn)
                 fill(conn, 0, PROBES)
                 conn.execute("VACUUM ANALYZE")
-                client = testing.TestClient(create_app(gh))
+                client = testing.TestClient(settled(create_app(gh)))  # as get_app serves it
                 cookie = console_cookie(client, ADMIN_TOKEN)
                 urls = probes(conn)
                 empty = measure(client, conn, urls, cookie, count_scans=False)

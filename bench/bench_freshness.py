@@ -31,7 +31,7 @@ from falcon import testing
 from bench.support import Result, bench_settings, latencies_ms, percentile
 from gatehouse.composition import bootstrap
 from gatehouse.freshness import DATASETS
-from gatehouse_api.app import create_app
+from gatehouse_api.app import create_app, settled
 
 ACCOUNTS = 10_000
 ROUNDS = 50
@@ -62,7 +62,7 @@ def main() -> list[Result]:
             floor_ages = latencies_ms(lambda _: conn.execute(FLOOR_AGES).fetchall(), accounts[:ROUNDS])
         gh = bootstrap(settings)
         try:
-            client = testing.TestClient(create_app(gh))
+            client = testing.TestClient(settled(create_app(gh)))  # as get_app serves it
             headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
             def read(account: uuid.UUID) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -269,5 +270,13 @@ def get_app() -> Any:
     traced = traces.setup("gatehouse-api")
     built = compose(root.settings())
     PROCESS = Process(built)
-    app = create_app(built)
+    app = settled(create_app(built))
     return tracing.traced(app) if traced else app
+
+
+def settled(app: falcon.App) -> falcon.App:
+    """The app as a worker serves it: what start-up built lives as long as the process, so it is moved
+    out of the collector's reach (gc.freeze). Otherwise each full collection walks it all again:
+    ~110 ms every few requests on a page that allocates much (the console's throughput, bench_console)."""
+    gc.freeze()
+    return app
