@@ -32,8 +32,8 @@ from redis import Redis, RedisError
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from gatehouse.models import ACTIVE, DELAYED, LIVE_STATES, WAITING
-from gatehouse.operations import queue_names
+from gatehouse.models import ACTIVE, DELAYED, WAITING
+from gatehouse.operations import QUEUE_DEPTHS, queue_names
 from gatehouse.schedules import ScheduleRuns
 from gatehouse.workers import Liveness
 
@@ -41,15 +41,6 @@ log = logging.getLogger(__name__)
 
 CACHE_MS = 5_000
 QUEUE_STATES = (WAITING, DELAYED, ACTIVE)
-QUEUE_GAUGES = f"""
-SELECT queue, state, count(*) AS depth,
-       greatest(0, extract(epoch FROM now() - min(
-           CASE state WHEN '{ACTIVE}' THEN started_at ELSE coalesce(resume_at, created_at) END
-       )))::float8 AS oldest
-  FROM jobs
- WHERE state IN {LIVE_STATES}
- GROUP BY 1, 2
-"""
 
 # name -> (help, label names)
 GAUGES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -122,7 +113,7 @@ class LiveMetrics:
     def _read_postgres(self) -> list[Sample]:
         try:
             with self.engine.connect() as conn:
-                rows = {(r.queue, r.state): (r.depth, r.oldest) for r in conn.execute(text(QUEUE_GAUGES))}
+                rows = {(r.queue, r.state): (r.n, r.oldest_due_s) for r in conn.execute(text(QUEUE_DEPTHS))}
         except SQLAlchemyError as exc:
             log.warning("queue gauges left out of this scrape: PostgreSQL did not answer (%s)", exc)
             return []

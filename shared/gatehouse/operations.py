@@ -37,7 +37,7 @@ from redis import Redis
 from sqlalchemy import Connection, Engine, text
 
 from gatehouse.job_types import WEBHOOK_QUEUE
-from gatehouse.models import LIVE_STATES
+from gatehouse.models import ACTIVE, LIVE_STATES
 from gatehouse.modules import module_of_queue
 from gatehouse.pauses import Holds, Pause, job_queues
 from gatehouse.workers import Liveness, WorkerBeat
@@ -63,8 +63,14 @@ SELECT queue, NULL, 0, 0, 0, count(*)
  GROUP BY 1
 """
 # GET /v1/admin/queues: each queue's live rows by state and the oldest of each (jobs_live_by_state).
+# The live rows per queue and state, in one grouped read (GET /v1/admin/queues and the scrape's gauges,
+# gatehouse.live_metrics): how many, the oldest's creation, and how long the oldest has been due in
+# seconds (waiting or delayed: since its eta or creation; active: since it started).
 QUEUE_DEPTHS = f"""
-SELECT queue, state, count(*) AS n, min(created_at) AS oldest
+SELECT queue, state, count(*) AS n, min(created_at) AS oldest,
+       greatest(0, extract(epoch FROM now() - min(
+           CASE state WHEN '{ACTIVE}' THEN started_at ELSE coalesce(resume_at, created_at) END
+       )))::float8 AS oldest_due_s
   FROM jobs WHERE state IN {LIVE_STATES} GROUP BY 1, 2"""
 DEAD_DELIVERIES = "SELECT count(*) FROM webhook_deliveries WHERE status = 'dead'"
 # What each worker runs right now: its active rows, longest-running first (index jobs_active_by_worker).

@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
-from gatehouse.live_metrics import QUEUE_GAUGES, QUEUE_STATES, LiveMetrics
-from gatehouse.operations import queue_names
+from gatehouse.live_metrics import QUEUE_STATES, LiveMetrics
+from gatehouse.operations import QUEUE_DEPTHS, queue_names
 
 
 def add_job(
@@ -74,5 +74,5 @@ def test_the_queue_statement_reads_only_the_live_rows_through_a_partial_index(gh
     # (the planner picks any of those whose predicate is the live states), never the completed rows.
     with gh.engine.connect() as conn:
         conn.exec_driver_sql("SET enable_seqscan = off")
-        plan = "\n".join(r[0] for r in conn.exec_driver_sql("EXPLAIN " + QUEUE_GAUGES))
+        plan = "\n".join(r[0] for r in conn.exec_driver_sql("EXPLAIN " + QUEUE_DEPTHS))
     assert "Seq Scan" not in plan, plan

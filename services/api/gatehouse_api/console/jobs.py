@@ -18,9 +18,10 @@ from gatehouse.handlers import BULK_STATES, BulkAction, JobHandlers
 from gatehouse.job_types import REGISTRY
 from gatehouse.jobs import JobRecord
 from gatehouse.models import STATES, TIERS
+from gatehouse.pauses import job_queues
 from gatehouse_api.console.web import PREFIX, Confirmed, Console, Page, back, form, query
 from gatehouse_api.resources.gates import GateViews
-from gatehouse_api.resources.jobs import JobViews, job_view, queues, span_ms
+from gatehouse_api.resources.jobs import JobViews, job_view, span_ms
 
 PAGE = 50
 FILTERS = (
@@ -85,7 +86,7 @@ class Jobs(Page):
                 "phase": progress.PHASES,
                 "type": sorted(REGISTRY),
                 "tier": TIERS,
-                "queue": sorted(queues()),
+                "queue": job_queues(),
             },
         )
 

@@ -18,6 +18,7 @@ from gatehouse.job_types import AUTOBIDDER_SYNC_USER, IMPORT_KINDS, INVENTORY_SY
 from gatehouse.jobs import AttemptRecord, FinishedCount, JobRecord, JobStore
 from gatehouse.models import STATES, TIERS
 from gatehouse.paging import instant
+from gatehouse.pauses import job_queues
 from gatehouse_api.auth import principal, require_account, require_admin
 from gatehouse_api.body import read_json
 from gatehouse_api.openapi import contract, page_params, query
@@ -34,11 +35,6 @@ from gatehouse_api.schemas import (
     JobView,
     SyncRequest,
 )
-
-
-def queues() -> set[str]:
-    """The queues of the declared job types (a list's queue filter takes these)."""
-    return {t.queue for t in REGISTRY.values()}
 
 
 def job_view(job: JobRecord, waiting: progress.Waiting | None = None) -> dict:
@@ -142,7 +138,7 @@ class JobViews:
             phase=choice(param("phase"), "phase", progress.PHASES),
             type=choice(param("type"), "type", set(REGISTRY)),
             tier=choice(param("tier"), "tier", TIERS),
-            queue=choice(param("queue"), "queue", queues()),
+            queue=choice(param("queue"), "queue", set(job_queues())),
             created_after=instant(param("createdAfter"), "createdAfter"),
             created_before=instant(param("createdBefore"), "createdBefore"),
             finished_after=instant(param("finishedAfter"), "finishedAfter"),
@@ -370,7 +366,7 @@ class AdminJobs(_AdminJobsRead):
             query("phase", "progress.phase", enum=list(progress.PHASES)),
             query("type", enum=sorted(REGISTRY)),
             query("tier", enum=list(TIERS)),
-            query("queue", enum=sorted(queues())),
+            query("queue", enum=job_queues()),
             query("accountId", format="uuid"),
             query("createdAfter", "ISO 8601, inclusive (no offset: UTC)", format="date-time"),
             query("createdBefore", "ISO 8601, exclusive (no offset: UTC)", format="date-time"),
