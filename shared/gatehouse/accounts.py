@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hmac
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, text
 
@@ -20,6 +21,7 @@ from gatehouse.keys import LIVE, STALE, KeyRecord, KeyTable, Touched, sha256, sp
 from gatehouse.models import Account
 from gatehouse.paging import contains, newest_first
 from gatehouse.users import USER_KEY_PREFIX, Users
+from gatehouse.wb import tokens
 
 if TYPE_CHECKING:
     from gatehouse.uow import Tx
@@ -36,8 +38,10 @@ class Principal:
     account_id: uuid.UUID | None = None
     # The staff user of a user key: the requester of what the request starts.
     user_id: uuid.UUID | None = None
-    # An account key's account is switched on (read with the key: its creates need no other read).
+    # An account key's account is switched on, and its token's categories as WB answered them (read
+    # with the key: its creates need no other read).
     account_active: bool = True
+    account_access: dict[str, str] | None = None
 
     @property
     def bootstrap(self) -> bool:
@@ -60,11 +64,13 @@ ACCOUNT_COLUMNS = ", ".join(Account.__table__.columns.keys())
 SQL_ACCOUNT = f"SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE id = %(id)s"
 SQL_KEY = (
     f"SELECT account_id, secret_sha256, {STALE} AS stale, "
-    "(SELECT active FROM accounts WHERE accounts.id = api_keys.account_id) AS account_active "
-    f"FROM api_keys WHERE id = %(id)s AND {LIVE}"
+    "accounts.active AS account_active, accounts.token_access AS account_access "
+    f"FROM api_keys JOIN accounts ON accounts.id = api_keys.account_id WHERE api_keys.id = %(id)s AND {LIVE}"
 )
 # The event raised when WB rejects an account's token (webhooks; docs/api/webhooks.md).
 TOKEN_INVALID_EVENT = "wb.account.token_invalid"
+# ...and when its token's expiry comes within WB_TOKEN_EXPIRY_WARNING_MS (once per token).
+TOKEN_EXPIRING_EVENT = "wb.account.token_expiring"
 KEYS = KeyTable(
     "api_keys",
     entity="account_key",
@@ -82,6 +88,7 @@ class _Key:
     secret_sha256: str
     stale: bool
     account_active: bool
+    account_access: dict[str, str] | None
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,15 @@ class AccountListing:
     name: str
     active: bool
     created_at: datetime
+
+
+@dataclass(frozen=True)
+class ActiveAccount:
+    """An active account as a fan-out walks them: whether WB rejected its token, what it denied."""
+
+    id: uuid.UUID
+    token_invalid: bool
+    denied: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -131,25 +147,31 @@ class Accounts:
             raise ConfigurationError("TOKEN_ENCRYPTION_KEY is not set: WB tokens cannot be stored or read")
         return self._cipher
 
-    def create(self, tx: Tx, name: str, wb_token: str) -> Account:
+    def create(self, tx: Tx, name: str, wb_token: str, *, now: datetime) -> Account:
+        """A new account; its token's categories and seller are unknown until account-verify ends.
+        An expired token is refused (422 on ``wbToken``)."""
         params = {
             "id": uuid.uuid4(),
             "name": name,
             "token": self.cipher.encrypt(wb_token),
             "key_id": self.cipher.key_id,
+            "expires": tokens.require_unexpired(wb_token, now=now),
         }
         row = tx.conn.execute(
             text(
-                "INSERT INTO accounts (id, name, wb_token_encrypted, wb_token_key_id) "
-                f"VALUES (:id, :name, :token, :key_id) RETURNING {ACCOUNT_COLUMNS}"
+                "INSERT INTO accounts (id, name, wb_token_encrypted, wb_token_key_id, token_expires_at) "
+                f"VALUES (:id, :name, :token, :key_id, :expires) RETURNING {ACCOUNT_COLUMNS}"
             ),
             params,
         ).one()
         return Account(**row._mapping)
 
-    def update(self, tx: Tx, account_id: uuid.UUID, change: AccountChange, *, actor: str) -> Account:
-        """Rename, set a new WB token (encrypted; it clears ``token_invalid``), switch on or off. Audited
-        with what changed (of the token: that it did, never its value)."""
+    def update(
+        self, tx: Tx, account_id: uuid.UUID, change: AccountChange, *, actor: str, now: datetime
+    ) -> Account:
+        """Rename, set a new WB token (encrypted; it clears ``token_invalid`` and resets what WB said
+        of the old one: categories, seller, expiry; an expired one is refused), switch on or off.
+        Audited with what changed (of the token: that it did, never its value)."""
         was = tx.conn.execute(
             text(f"SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE id = :id FOR UPDATE"), {"id": account_id}
         ).one_or_none()
@@ -161,8 +183,21 @@ class Accounts:
         if change.active is not None:
             sets.append("active = :active")
         if change.wb_token is not None:
-            sets += ["wb_token_encrypted = :token", "wb_token_key_id = :key_id", "token_invalid = NULL"]
-            params |= {"token": self.cipher.encrypt(change.wb_token), "key_id": self.cipher.key_id}
+            expires = tokens.require_unexpired(change.wb_token, now=now)
+            sets += [
+                "wb_token_encrypted = :token",
+                "wb_token_key_id = :key_id",
+                "token_invalid = NULL",
+                "token_access = NULL",
+                "seller = NULL",
+                "token_expires_at = :expires",
+                "token_expiry_warned_at = NULL",
+            ]
+            params |= {
+                "token": self.cipher.encrypt(change.wb_token),
+                "key_id": self.cipher.key_id,
+                "expires": expires,
+            }
         row = tx.conn.execute(
             text(f"UPDATE accounts SET {', '.join(sets)} WHERE id = :id RETURNING {ACCOUNT_COLUMNS}"), params
         ).one()
@@ -185,6 +220,18 @@ class Accounts:
         )
         return Account(**row._mapping)
 
+    def _still_current(self, tx: Tx, account_id: uuid.UUID, wb_token: str) -> Any:
+        """The account's row (locked) while ``wb_token`` is still its token; None once replaced."""
+        was = tx.conn.execute(
+            text("SELECT wb_token_encrypted, token_invalid FROM accounts WHERE id = :id FOR UPDATE"),
+            {"id": account_id},
+        ).one_or_none()
+        if was is None or not was.wb_token_encrypted:
+            return None
+        if not hmac.compare_digest(self.cipher.decrypt(was.wb_token_encrypted).encode(), wb_token.encode()):
+            return None
+        return was
+
     def token_rejected(
         self, tx: Tx, account_id: uuid.UUID, wb_token: str, *, job_id: uuid.UUID, status: int
     ) -> Event | None:
@@ -192,13 +239,8 @@ class Accounts:
         token, the account is marked, and its scheduled fan-outs skip it until a new token is set.
         Returns the event to raise, or None when it was marked already (the first rejection is the one
         kept and announced) or the token was replaced since the job read it."""
-        was = tx.conn.execute(
-            text("SELECT wb_token_encrypted, token_invalid FROM accounts WHERE id = :id FOR UPDATE"),
-            {"id": account_id},
-        ).one_or_none()
-        if was is None or was.token_invalid is not None or not was.wb_token_encrypted:
-            return None
-        if not hmac.compare_digest(self.cipher.decrypt(was.wb_token_encrypted).encode(), wb_token.encode()):
+        was = self._still_current(tx, account_id, wb_token)
+        if was is None or was.token_invalid is not None:
             return None
         row = tx.conn.execute(
             text(
@@ -209,6 +251,60 @@ class Accounts:
             {"id": account_id, "job_id": str(job_id), "status": status},
         ).one()
         return Event(TOKEN_INVALID_EVENT, {"accountId": str(account_id), **row.token_invalid})
+
+    def scope_denied(self, tx: Tx, account_id: uuid.UUID, wb_token: str, category: str) -> None:
+        """WB answered ``wb_token`` 401 ``token scope not allowed`` on ``category``'s host: while it is
+        still the account's token, that category is denied (its jobs are refused, its fan-outs skip
+        the account); the token stays valid for the others."""
+        if self._still_current(tx, account_id, wb_token) is not None:
+            tx.conn.execute(
+                text(
+                    "UPDATE accounts SET token_access = coalesce(token_access, '{}'::jsonb) "
+                    "|| jsonb_build_object(CAST(:category AS text), 'denied') WHERE id = :id"
+                ),
+                {"id": account_id, "category": category},
+            )
+
+    def verified(
+        self, tx: Tx, account_id: uuid.UUID, wb_token: str, access: dict[str, str], seller: dict | None
+    ) -> bool:
+        """What account-verify learnt of ``wb_token`` (its categories, WB's seller-info), kept while it
+        is still the account's token; False when it was replaced meanwhile (nothing written)."""
+        if self._still_current(tx, account_id, wb_token) is None:
+            return False
+        tx.conn.execute(
+            text(
+                "UPDATE accounts SET token_access = coalesce(token_access, '{}'::jsonb) "
+                "|| CAST(:access AS jsonb), seller = coalesce(CAST(:seller AS jsonb), seller) WHERE id = :id"
+            ),
+            {
+                "id": account_id,
+                "access": json.dumps(access),
+                "seller": json.dumps(seller) if seller else None,
+            },
+        )
+        return True
+
+    def warn_expiring(self, tx: Tx, *, within_ms: int, limit: int = 1_000) -> list[Event]:
+        """The ``wb.account.token_expiring`` events of active accounts whose token expires within
+        ``within_ms`` and was not announced yet: each announced once (a new token is announced anew)."""
+        rows = tx.conn.execute(
+            text(
+                "UPDATE accounts SET token_expiry_warned_at = now() WHERE id IN ("
+                " SELECT id FROM accounts WHERE active AND token_expiry_warned_at IS NULL"
+                " AND token_expires_at < now() + make_interval(secs => :within / 1000.0)"
+                " ORDER BY token_expires_at LIMIT :limit FOR UPDATE SKIP LOCKED"
+                ") RETURNING id, token_expires_at"
+            ),
+            {"within": within_ms, "limit": limit},
+        )
+        return [
+            Event(
+                TOKEN_EXPIRING_EVENT,
+                {"accountId": str(row.id), "tokenExpiresAt": row.token_expires_at.isoformat()},
+            )
+            for row in rows
+        ]
 
     def get(self, account_id: uuid.UUID) -> Account:
         # One prepared statement on the hot path (a transaction would be three round trips).
@@ -232,16 +328,17 @@ class Accounts:
         with self.engine.connect() as conn:
             return TOKENS.old_key_rows(conn, self.cipher)
 
-    def active_ids(self, *, after: uuid.UUID | None = None, limit: int) -> list[tuple[uuid.UUID, bool]]:
+    def active_ids(self, *, after: uuid.UUID | None = None, limit: int) -> list[ActiveAccount]:
         """Up to ``limit`` active accounts in id order, those after ``after`` (a fan-out's chunks), each
-        with whether WB rejected its token (a fan-out skips it)."""
+        with whether WB rejected its token and the categories it refused it (a fan-out skips them)."""
         with self.engine.connect() as conn:
             return [
-                (row.id, row.token_invalid)
+                ActiveAccount(row.id, row.token_invalid, frozenset(row.denied or ()))
                 for row in conn.execute(
                     text(
-                        "SELECT id, token_invalid IS NOT NULL AS token_invalid FROM accounts "
-                        "WHERE active AND id > :after ORDER BY id LIMIT :limit"
+                        "SELECT id, token_invalid IS NOT NULL AS token_invalid, ARRAY("
+                        " SELECT key FROM jsonb_each_text(token_access) WHERE value = 'denied'"
+                        ") AS denied FROM accounts WHERE active AND id > :after ORDER BY id LIMIT :limit"
                     ),
                     {"after": after or uuid.UUID(int=0), "limit": limit},
                 )
@@ -313,4 +410,6 @@ class Accounts:
             return None
         if key.stale:
             self._statements.one(KEYS.touch_sql, {"id": key_id}, Touched)
-        return Principal(account_id=key.account_id, account_active=key.account_active)
+        return Principal(
+            account_id=key.account_id, account_active=key.account_active, account_access=key.account_access
+        )

@@ -237,7 +237,7 @@ def bootstrap(
         liveness=Liveness(redis, prefix=prefix, ttl_ms=settings.worker_dead_after_ms),
         schedule_runs=schedule_runs,
         job_handlers=JobHandlers(uow, jobs, gate, dispatcher, reconcile_grace_ms=settings.reconcile_grace_ms),
-        account_handlers=AccountHandlers(uow, accounts, users),
+        account_handlers=AccountHandlers(uow, accounts, users, jobs),
         module_handlers=ModuleHandlers(uow, modules),
         hold_handlers=HoldHandlers(uow, holds, accounts),
         notification_handlers=NotificationHandlers(uow, notifications),

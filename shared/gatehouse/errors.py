@@ -167,4 +167,5 @@ def error_info(exc: BaseException) -> dict[str, Any]:
     from gatehouse.db import cut_short  # here, not above: gatehouse.db imports this module
 
     code = cut_short(exc) or getattr(exc, "code", None) or type(exc).__name__
-    return {"code": code, "message": str(exc) or type(exc).__name__}
+    # ``details``: what the error adds for whoever reads it (a WB token's missing category).
+    return {"code": code, "message": str(exc) or type(exc).__name__, **getattr(exc, "details", {})}

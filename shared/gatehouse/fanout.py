@@ -9,8 +9,9 @@
   (``gatehouse.schedules.FAN_OUTS``, a system job: one live per schedule), which
   carries the tick's time; a single-job schedule (a sweep) gets its one job.
 - The fan-out job (``run``) walks the active accounts in id order, ``chunk_size`` at
-  a time, and skips those whose WB token was rejected (``token-invalid``, counted in
-  ``gatehouse_fanout_skipped_total``) until a new token is set. Each chunk is one
+  a time, and skips those whose WB token was rejected (``token-invalid``) or lacks a category
+  the job type ``needs`` (``token-scope``), both counted in ``gatehouse_fanout_skipped_total``,
+  until a new token is set. Each chunk is one
   transaction: one ``INSERT … SELECT … ON CONFLICT DO NOTHING`` of its jobs (``JobStore.create_for_accounts``; an account with a live
   job of the type gets none) and the run's checkpoint, the last account id, fenced
   by its claim. The chunk's messages go after the commit in one Redis round
@@ -55,7 +56,7 @@ log = logging.getLogger(__name__)
 # The fan-out job's payload: when its tick ran (epoch ms), the zero of every job's offset.
 TICK_FIELD = "tickAtMs"
 # Why a fan-out wrote no job for an active account (gatehouse_fanout_skipped_total's reason).
-TOKEN_INVALID = "token-invalid"
+TOKEN_INVALID, TOKEN_SCOPE = "token-invalid", "token-scope"
 # A job's payload: its pair's consecutive account-busy skips when it was created (absent: none).
 SKIP_STREAK_FIELD = "skipStreak"
 
@@ -161,8 +162,10 @@ class FanOutHandlers:
         while chunk := self.accounts.active_ids(
             after=uuid.UUID(done["after"]) if done["after"] else None, limit=self.chunk_size
         ):
-            # WB rejected these accounts' tokens: no job until a new token is set (PATCH /v1/accounts/…).
-            ids = [account_id for account_id, token_invalid in chunk if not token_invalid]
+            # WB rejected these accounts' tokens, or refused them a category the job needs: no job until
+            # a new token is set (PATCH /v1/accounts/…).
+            invalid = sum(1 for a in chunk if a.token_invalid)
+            ids = [a.id for a in chunk if not a.token_invalid and not a.denied.intersection(job_type.needs)]
             streaks = self._streaks(job_type.name, ids) if job_type.gate else [0] * len(ids)
             jobs = []
             for account_id, streak in zip(ids, streaks, strict=True):
@@ -172,12 +175,13 @@ class FanOutHandlers:
             with traces.linking(), self.uow.begin() as tx:
                 created = self.jobs.create_for_accounts(tx, job_type, jobs)
                 done = {
-                    "after": str(chunk[-1][0]),
+                    "after": str(chunk[-1].id),
                     "created": done["created"] + created,
                     "alreadyLive": done["alreadyLive"] + len(ids) - created,
                 }
                 save(done, tx=tx)
-            metrics.FANOUT_SKIPPED.labels(reason=TOKEN_INVALID).inc(len(chunk) - len(ids))
+            metrics.FANOUT_SKIPPED.labels(reason=TOKEN_INVALID).inc(invalid)
+            metrics.FANOUT_SKIPPED.labels(reason=TOKEN_SCOPE).inc(len(chunk) - invalid - len(ids))
         log.info(
             "%s: %d job(s) created, %d already live, spread over %d ms (this run: %.2f s%s)",
             name,

@@ -27,7 +27,7 @@ from gatehouse.dispatch import Dispatcher
 from gatehouse.errors import Conflict, NotFound, ValidationFailed
 from gatehouse.gate import RedisGate, owner
 from gatehouse.job_types import JobType
-from gatehouse.jobs import Accepted, JobFilter, JobRecord, JobStore
+from gatehouse.jobs import Accepted, JobFilter, JobRecord, JobStore, utcnow
 from gatehouse.models import Account
 from gatehouse.modules import ModuleState, ModuleStates
 from gatehouse.paging import instant
@@ -243,22 +243,49 @@ class AccountHandlers:
     """Seller accounts and staff users: create them, change an account, issue and revoke their API keys
     (each key shown once), remove a user. Each change and removal writes its audit row in its transaction."""
 
-    def __init__(self, uow: UnitOfWork, accounts: Accounts, users: Users) -> None:
-        self.uow, self.accounts, self.users = uow, accounts, users
+    def __init__(self, uow: UnitOfWork, accounts: Accounts, users: Users, jobs: JobStore) -> None:
+        self.uow, self.accounts, self.users, self.jobs = uow, accounts, users, jobs
 
     def create_account(self, name: str, wb_token: str) -> Account:
-        """The WB token is stored encrypted (ConfigurationError without TOKEN_ENCRYPTION_KEY)."""
+        """The WB token is stored encrypted (ConfigurationError without TOKEN_ENCRYPTION_KEY); an
+        expired one is refused. Its account-verify job is written in the same transaction."""
         with self.uow.begin() as tx:
-            return self.accounts.create(tx, name, wb_token)
+            account = self.accounts.create(tx, name, wb_token, now=utcnow())
+            self.jobs.create(tx, jt.ACCOUNT_VERIFY, account_id=account.id)
+            return account
 
     def update_account(self, account_id: uuid.UUID, change: AccountChange, *, actor: str) -> Account:
-        """Rename, rotate the WB token (clears ``token_invalid``), switch off or on; audited.
+        """Rename, rotate the WB token (clears ``token_invalid``, resets its categories and seller until
+        its account-verify job ends), switch off or on; audited.
 
         A switched-off account's fan-outs skip it and its creates answer ACCOUNT_INACTIVE; its live
         jobs finish. NotFound for an unknown account.
         """
         with self.uow.begin() as tx:
-            return self.accounts.update(tx, account_id, change, actor=actor)
+            account = self.accounts.update(tx, account_id, change, actor=actor, now=utcnow())
+            if change.wb_token is not None:
+                self.jobs.create(tx, jt.ACCOUNT_VERIFY, account_id=account_id)
+            return account
+
+    def record_verification(
+        self, account_id: uuid.UUID, wb_token: str, access: dict[str, str], seller: dict | None
+    ) -> bool:
+        """What account-verify learnt of ``wb_token``; False when the token was replaced meanwhile."""
+        with self.uow.begin() as tx:
+            return self.accounts.verified(tx, account_id, wb_token, access, seller)
+
+    def announce_expiring(self, *, within_ms: int, batch: int = 1_000) -> int:
+        """Raise wb.account.token_expiring for each token expiring within ``within_ms`` not yet
+        announced: a batch a transaction, its events with it. Returns how many were announced."""
+        announced = 0
+        while True:
+            with self.uow.begin() as tx:
+                events = self.accounts.warn_expiring(tx, within_ms=within_ms, limit=batch)
+                for event in events:
+                    tx.publish(event)
+            announced += len(events)
+            if len(events) < batch:
+                return announced
 
     def issue_account_key(
         self, account_id: uuid.UUID, *, expires_at: datetime | None = None, actor: str

@@ -106,6 +106,9 @@ class JobType:
     # The WB datasets of its account a completed run brings up to date (gatehouse.freshness): recorded
     # in the transaction that writes its completion. A user import of a chosen period refreshes none.
     refreshes: tuple[str, ...] = ()
+    # The WB token categories its body calls (gatehouse.wb.hosts.CATEGORIES): a token WB said lacks
+    # one gets no such job (409 TOKEN_SCOPE_MISSING on a POST, a fan-out skips the account).
+    needs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.gate is not None and self.gate.tier != self.tier:
@@ -209,7 +212,7 @@ WB_SYNC_LIMIT_MS = 30 * MINUTE
 USER_RETENTION = Retention(failed="90d")
 
 
-def _user(name: str, refreshes: tuple[str, ...] = ()) -> JobType:
+def _user(name: str, needs: tuple[str, ...], refreshes: tuple[str, ...] = ()) -> JobType:
     return register(
         JobType(
             name,
@@ -220,17 +223,24 @@ def _user(name: str, refreshes: tuple[str, ...] = ()) -> JobType:
             run_time_limit_ms=WB_SYNC_LIMIT_MS,
             retention=USER_RETENTION,
             refreshes=refreshes,
+            needs=needs,
         )
     )
 
 
-IMPORT_USER_FEEDS = _user("import-user-feeds")
-IMPORT_USER_REPORT = _user("import-user-report")
+IMPORT_USER_FEEDS = _user("import-user-feeds", ("statistics",))
+IMPORT_USER_REPORT = _user("import-user-report", ("finance",))
 # Its fullstats stop at yesterday: it refreshes the campaigns, not their stats.
-AUTOBIDDER_SYNC_USER = _user("autobidder-sync-user", ("campaigns",))
+AUTOBIDDER_SYNC_USER = _user("autobidder-sync-user", ("promotion",), ("campaigns",))
 # Stocks use another WB bucket than the gated syncs, but a user's sync waits its turn like the others.
-INVENTORY_SYNC_USER = _user("inventory-sync-user", ("stocks",))
+INVENTORY_SYNC_USER = _user("inventory-sync-user", ("analytics",), ("stocks",))
 IMPORT_KINDS = {"feeds": IMPORT_USER_FEEDS, "report": IMPORT_USER_REPORT}
+# What WB says of a new token: /ping on each category's host and the seller's info (gatehouse.wb.tokens).
+# Written with the account or its new token; outside the gate (a few calls, none in a sync's buckets),
+# on the user queue so a seller who just pasted a token learns soon what it opens.
+ACCOUNT_VERIFY = register(
+    JobType("account-verify", queue=USER_QUEUE, retry=WB_USER_RETRY, run_time_limit_ms=5 * MINUTE)
+)
 
 # Scheduled jobs: one per active account from a fan-out tick; one attempt (the
 # next tick is the retry); gated ones skip after their max wait (a schedule may
@@ -246,7 +256,9 @@ SCHEDULED_QUEUE = "wb-scheduled"
 SCHEDULED_RETENTION = Retention(completed="1h", failed="7d")
 
 
-def _scheduled(name: str, max_wait_ms: int | None, refreshes: tuple[str, ...] = ()) -> JobType:
+def _scheduled(
+    name: str, max_wait_ms: int | None, needs: tuple[str, ...], refreshes: tuple[str, ...] = ()
+) -> JobType:
     gate = GateSpec("scheduled", max_wait_ms) if max_wait_ms is not None else None
     return register(
         JobType(
@@ -258,18 +270,22 @@ def _scheduled(name: str, max_wait_ms: int | None, refreshes: tuple[str, ...] = 
             run_time_limit_ms=WB_SYNC_LIMIT_MS,
             retention=SCHEDULED_RETENTION,
             refreshes=refreshes,
+            needs=needs,
         )
     )
 
 
 # = its interval; its schedule's max wait follows its cron (gatehouse.schedules, max_wait_is_cadence).
-SYNC_INCREMENTAL = _scheduled("digitization:sync-account", 30 * MINUTE, ("orders", "sales"))
-SYNC_BACKFILL = _scheduled("digitization:sync-account-backfill", 180 * MINUTE)  # the past, not now
-RNP_ADS = _scheduled("rnp:ads-sync-account", 5 * MINUTE, ("campaigns", "campaign-stats"))  # its cadence
-RNP_FINANCE = _scheduled("rnp:finance-sync-account", 360 * MINUTE, ("report",))  # up to yesterday
+SYNC_INCREMENTAL = _scheduled("digitization:sync-account", 30 * MINUTE, ("statistics",), ("orders", "sales"))
+# The report's past, not now.
+SYNC_BACKFILL = _scheduled("digitization:sync-account-backfill", 180 * MINUTE, ("finance",))
+RNP_ADS = _scheduled(  # its cadence
+    "rnp:ads-sync-account", 5 * MINUTE, ("promotion",), ("campaigns", "campaign-stats")
+)
+RNP_FINANCE = _scheduled("rnp:finance-sync-account", 360 * MINUTE, ("finance",), ("report",))  # to yesterday
 # Other WB buckets: not gated (opting in is one line: a max wait here).
-INVENTORY_SYNC = _scheduled("inventory-sync", None, ("stocks",))
-CATALOG_SYNC = _scheduled("catalog-sync", None, ("cards",))
+INVENTORY_SYNC = _scheduled("inventory-sync", None, ("analytics",), ("stocks",))
+CATALOG_SYNC = _scheduled("catalog-sync", None, ("content",), ("cards",))
 
 # Notifications: one e-mail per notification, on its own queue so a slow or
 # down SMTP server never holds up other work; 6 attempts, 30 s · 2^(n-1) apart
@@ -344,4 +360,8 @@ MAINTENANCE_PRUNE = register(
 # An operator's bulk retry of failed jobs or cancel of waiting ones matching a filter (POST
 # /v1/admin/jobs/retry|cancel): one job per request, its id the operation's id, batch by batch from
 # its checkpoint. Not a system job (tier user): two operators' bulk actions may run side by side.
+# Hourly: announce the WB tokens that expire within WB_TOKEN_EXPIRY_WARNING_MS (once per token).
+ACCOUNTS_TOKEN_EXPIRY = register(
+    JobType("accounts:token-expiry", queue=MAINTENANCE_QUEUE, tier="scheduled", retry=SWEEP_RETRY)
+)
 MAINTENANCE_BULK_JOBS = register(JobType("maintenance:bulk-jobs", queue=MAINTENANCE_QUEUE, retry=SWEEP_RETRY))

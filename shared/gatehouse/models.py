@@ -54,6 +54,13 @@ class Account(SQLModel, table=True):
     created_at: datetime = _tz(nullable=False, server_default=text("now()"))
     # WB rejected the token (401): {"since", "jobId", "status"}; cleared when a new token is set.
     token_invalid: dict[str, Any] | None = _json(nullable=True)
+    # The token's categories as WB answered them ({"finance": "denied", …}; unnamed: unknown),
+    # WB's seller-info of it, the JWT's exp, and when its coming expiry was announced.
+    # A new token resets all four (gatehouse.wb.tokens; migration 0026).
+    token_access: dict[str, str] | None = _json(nullable=True)
+    seller: dict[str, Any] | None = _json(nullable=True)
+    token_expires_at: datetime | None = _tz(nullable=True)
+    token_expiry_warned_at: datetime | None = _tz(nullable=True)
 
 
 class AccountDataset(SQLModel, table=True):

@@ -97,6 +97,30 @@ GENERIC_FAILURE = "задача завершилась с ошибкой"
 FAILED_TEXT = {
     "wb-unauthorized": "Wildberries отклонил токен — обновите токен в настройках кабинета",
 }
+# The token lacks the category a job needs (scope_message names it).
+WB_TOKEN_SCOPE = "wb-token-scope"
+# WB's token categories as its token form names them (gatehouse.wb.hosts.CATEGORIES).
+CATEGORY_NAMES = {
+    "statistics": "Статистика",
+    "finance": "Финансы",
+    "promotion": "Продвижение",
+    "analytics": "Аналитика",
+    "content": "Контент",
+}
+
+
+def scope_message(category: str) -> str:
+    """What a seller reads when the token lacks ``category`` (the status poll, the 409)."""
+    name = CATEGORY_NAMES.get(category, category)
+    return f"Токен не даёт доступа к категории «{name}» — выпустите токен с этой категорией"
+
+
+def expiry_warning(expires_at: datetime, now: datetime) -> str:
+    """Appended to a status message while the account's token expires soon."""
+    days = max(0, (expires_at - now).days)
+    when = "сегодня" if days == 0 else f"через {days} {plural(days, 'день', 'дня', 'дней')}"
+    return f"Токен Wildberries истекает {when} ({expires_at:%d.%m.%Y}) — выпустите новый токен"
+
 
 # What a job waits for at its account's gate: the holder's work, in the genitive («Ждём завершения …»).
 WAITED_TEXT = {
@@ -145,6 +169,7 @@ def message(
     reason: str | None,
     result: dict[str, Any] | None = None,
     waiting: Waiting | None = None,
+    category: str | None = None,
 ) -> str:
     wait = in_about(resume_in_ms) if resume_in_ms is not None else "через несколько секунд"
     if phase == RUNNING:
@@ -167,6 +192,8 @@ def message(
         if result and result.get("skipped"):
             return "Пропущено: по кабинету выполнялась другая задача — возьмём в следующий раз"
         return "Готово"
+    if phase == FAILED and reason == WB_TOKEN_SCOPE:
+        return scope_message(category or "")
     if phase == FAILED and reason in FAILED_TEXT:
         return FAILED_TEXT[reason]
     if phase == FAILED:
@@ -187,9 +214,12 @@ def render(
     result: dict[str, Any] | None = None,
     now: datetime | None = None,
     waiting: Waiting | None = None,
+    token_warning: str | None = None,
 ) -> dict[str, Any] | None:
     """The status poll's ``progress``: phase, message, resumeAt, attempt, maxAttempts; and, given
-    ``waiting`` (a job waiting for its account's gate), waitingFor (the holder) and position."""
+    ``waiting`` (a job waiting for its account's gate), waitingFor (the holder) and position; given
+    ``token_warning`` (its account's token expires soon: ``expiry_warning``), that too, also said
+    at the end of the message."""
     if stored_progress is None:
         return None
     now = now or datetime.now(UTC)
@@ -209,11 +239,15 @@ def render(
             reason=stored_progress.get("reason"),
             result=result,
             waiting=waiting,
+            category=stored_progress.get("category"),
         ),
         "resumeAt": resume_at,
         "attempt": attempt,
         "maxAttempts": max_attempts,
     }
+    if token_warning:
+        rendered["message"] = f"{rendered['message'].rstrip('.')}. {token_warning}"
+        rendered["tokenWarning"] = token_warning
     if waiting is not None and phase == WAITING_ACCOUNT:
         rendered["waitingFor"] = (
             None

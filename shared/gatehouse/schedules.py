@@ -174,6 +174,8 @@ DEFAULTS = (
     Schedule("rfq-expiry", jt.RFQ_EXPIRY_SWEEP, "*/5 * * * *", per_account=False),
     # Retention (gatehouse.retention): one maintenance:prune job an hour, off the hour's ticks.
     Schedule("prune", jt.MAINTENANCE_PRUNE, "40 * * * *", per_account=False),
+    # WB tokens about to expire: wb.account.token_expiring, once per token (gatehouse.accounts).
+    Schedule("token-expiry", jt.ACCOUNTS_TOKEN_EXPIRY, "20 * * * *", per_account=False),
 )
 # The job each per-account tick creates (gatehouse.fanout): a system job, so one live per schedule;
 # resumable from its checkpoint, so a retry carries on where the last committed chunk ended.

@@ -20,6 +20,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from gatehouse.durations import parse_ms
 from gatehouse.errors import ConfigurationError
 from gatehouse.logs import LogFormat
+from gatehouse.wb.hosts import HOST_LABELS
 
 ROLES = ("all", "api", "worker")
 # The shortest ADMIN_TOKEN accepted: a short one can be guessed (`make run` generates 32 characters).
@@ -136,14 +137,19 @@ class Settings(BaseSettings):
     worker_health_port: int | None = None
     worker_liveness_timeout_ms: int = 30_000
 
-    # Wildberries. Each API host is a setting; WB_API_BASE_URL, when set,
-    # replaces all of them at once (the sandbox, tests).
+    # Wildberries. Each API host is a setting, and may carry a path prefix (a request goes to
+    # that URL + the path WB's OpenAPI gives). WB_API_BASE_URL, when set, replaces all of them at
+    # once with <base>/<host label> (the sandbox, tests: gatehouse.wb.hosts.HOST_LABELS).
     wb_api_base_url: str | None = None
     wb_statistics_url: str = "https://statistics-api.wildberries.ru"
     wb_finance_url: str = "https://finance-api.wildberries.ru"
     wb_advert_url: str = "https://advert-api.wildberries.ru"
     wb_analytics_url: str = "https://seller-analytics-api.wildberries.ru"
     wb_content_url: str = "https://content-api.wildberries.ru"
+    wb_common_url: str = "https://common-api.wildberries.ru"
+    # An account whose WB token (a JWT) expires within this long raises wb.account.token_expiring
+    # once, and its status messages and console page warn (7 days).
+    wb_token_expiry_warning_ms: int = 7 * 86_400_000
     wb_timeout_ms: int = 30_000
     # Rows per realization-report request (WB allows up to 100 000).
     wb_report_page_rows: int = 100_000
@@ -303,8 +309,10 @@ class Settings(BaseSettings):
         return f"{host}:{port}"
 
     def wb_host(self, service: str) -> str:
-        """Base URL of a WB service (statistics, finance, advert, analytics, content)."""
-        return (self.wb_api_base_url or getattr(self, f"wb_{service}_url")).rstrip("/")
+        """Base URL of a WB service (statistics, finance, advert, analytics, content, common)."""
+        if self.wb_api_base_url:
+            return f"{self.wb_api_base_url.rstrip('/')}/{HOST_LABELS[service]}"
+        return getattr(self, f"wb_{service}_url").rstrip("/")
 
     @property
     def sqlalchemy_url(self) -> str:

@@ -16,6 +16,7 @@ from gatehouse.job_types import AUTOBIDDER_SYNC_USER, IMPORT_USER_FEEDS, IMPORT_
 from gatehouse.jobs import Outcome
 from gatehouse_api.app import create_app
 from tests.conftest import ADMIN_TOKEN
+from tests.support.accounts import forget_account_checks
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
@@ -182,6 +183,7 @@ def test_an_account_named_like_a_script_is_text(client, cookie, gh):
 def test_the_admin_jobs_api_filters_and_pages_newest_first(client, gh, sql):
     _, holder, waiter = busy_account(gh)
     other = gh.account_handlers.create_account("Other", "token").id
+    forget_account_checks(gh)
     jobs = [
         gh.job_handlers.submit(t, account_id=other, payload={})[0].id
         for t in (IMPORT_USER_FEEDS, AUTOBIDDER_SYNC_USER)

@@ -13,6 +13,7 @@ from gatehouse import progress as P
 from gatehouse.job_types import IMPORT_USER_FEEDS
 from gatehouse_api.app import create_app
 from tests.integration.test_console_jobs import FORM, csrf, page
+from tests.support.accounts import forget_account_checks
 
 pytestmark = pytest.mark.usefixtures("clean")
 
@@ -55,6 +56,7 @@ def test_pause_and_resume_a_queue_and_an_account_after_their_confirm_steps(clien
 
 def test_retry_all_matching_says_the_count_then_queues_one_job(client, cookie, gh):
     accounts = [gh.account_handlers.create_account(f"Shop {n}", "token").id for n in range(3)]
+    forget_account_checks(gh)
     jobs = [gh.job_handlers.submit(IMPORT_USER_FEEDS, account_id=a)[0].id for a in accounts]
     for job_id in jobs[:2]:
         claim = gh.jobs.claim(job_id, 1, 60_000, start=True)

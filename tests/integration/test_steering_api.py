@@ -12,6 +12,7 @@ from gatehouse import progress as P
 from gatehouse.job_types import MAINTENANCE_BULK_JOBS, SYNC_INCREMENTAL
 from gatehouse_api.app import create_app
 from tests.integration.test_api_contract import ADMIN, FEEDS, assert_problem, create_account, imports
+from tests.support.accounts import forget_account_checks
 
 pytestmark = pytest.mark.usefixtures("clean")
 
@@ -37,6 +38,7 @@ def fail(gh, job_id: uuid.UUID, number: int, code: str) -> None:
 
 def test_a_queue_is_paused_and_resumed_listed_with_its_depth_and_audited(client, gh, sql):
     account = create_account(client)
+    forget_account_checks(gh)
     client.simulate_post(imports(account), json=FEEDS, headers=ADMIN)
 
     listed = client.simulate_get("/v1/admin/queues", headers=ADMIN)
@@ -88,6 +90,7 @@ def test_an_account_is_paused_and_resumed(client, gh, sql):
 
 def test_bulk_retry_and_cancel_count_queue_one_job_and_name_a_bad_field(client, gh, sql):
     accounts = [create_account(client, f"Shop {n}") for n in range(3)]
+    forget_account_checks(gh)
     jobs = [client.simulate_post(imports(a), json=FEEDS, headers=ADMIN).json["jobId"] for a in accounts]
     fail(gh, uuid.UUID(jobs[0]), 1, "wb-unauthorized")
     fail(gh, uuid.UUID(jobs[1]), 1, "wb-unavailable")
@@ -149,6 +152,7 @@ def test_cancelling_a_running_job_answers_202_and_flags_it(client, gh):
 
 def test_the_jobs_search_finds_an_id_prefix_an_account_name_and_an_error_code(client, gh):
     shop, other = create_account(client, "Ромашка Shop"), create_account(client, "Other")
+    forget_account_checks(gh)
     mine = client.simulate_post(imports(shop), json=FEEDS, headers=ADMIN).json["jobId"]
     theirs = client.simulate_post(imports(other), json=FEEDS, headers=ADMIN).json["jobId"]
     fail(gh, uuid.UUID(theirs), 1, "wb-forbidden")

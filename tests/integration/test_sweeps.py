@@ -20,6 +20,7 @@ from gatehouse.modules import ModuleDisabled
 from gatehouse.schedules import schedules
 from gatehouse_api.app import create_app
 from tests.conftest import ADMIN_TOKEN
+from tests.support.accounts import forget_account_checks
 from tests.support.probe import PROBE
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
@@ -384,6 +385,7 @@ def test_one_live_sweep_job_of_a_type_however_many_ask_at_once(gh, sql):
 
 def test_a_single_job_tick_makes_one_job_and_none_while_its_module_is_off(gh, sql):
     gh.account_handlers.create_account("shop", "seller-1")  # accounts play no part in a single-job schedule
+    forget_account_checks(gh)
     by_name = schedules({})
     tick = by_name["price-list-status"]
     assert (tick.per_account, tick.cron, tick.job_type) == (False, "*/5 * * * *", jt.PRICE_LIST_STATUS_SWEEP)

@@ -58,7 +58,7 @@ def create_app(c: Components) -> falcon.App:
     """
     s = c.settings
     body = {"max_body_bytes": s.max_body_bytes}
-    jobs_read = jobs.JobViews(c.jobs, c.gate)
+    jobs_read = jobs.JobViews(c.jobs, c.gate, c.accounts, expiry_warning_ms=s.wb_token_expiry_warning_ms)
     gate_views = gates.GateViews(c.accounts, c.gate, c.pauses, c.hot, c.redis)
     bulk_views = bulk.BulkViews(c.bulk)
     webhook_views = webhooks.WebhookViews(c.webhooks, c.accounts)

@@ -105,6 +105,7 @@ def handle_domain(req: falcon.Request, resp: falcon.Response, exc: GatehouseErro
         extra["errors"] = [{"field": field, "message": message} for field, message in exc.errors]
     elif isinstance(exc, Conflict):
         extra["field"] = exc.field
+        extra.update(getattr(exc, "details", {}))  # e.g. TOKEN_SCOPE_MISSING's category
     elif isinstance(exc, StoreUnavailable):
         extra["store"] = exc.store
         headers = {"Retry-After": str(RETRY_AFTER_S)}

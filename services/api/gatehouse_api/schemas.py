@@ -112,6 +112,29 @@ class TokenInvalidView(Reply):
     status: int = Field(description="WB's answer: 401")
 
 
+Access = Literal["granted", "denied", "unknown"]
+
+
+class TokenAccessView(Reply):
+    """A WB token category: granted or denied as WB answered (account-verify's /ping, or a job's 401
+    ``token scope not allowed``), unknown until then. A denied one's jobs answer 409."""
+
+    statistics: Access
+    finance: Access
+    promotion: Access
+    analytics: Access
+    content: Access
+
+
+class SellerView(Reply):
+    """WB's seller-info of the token (GET common-api /api/v1/seller-info)."""
+
+    name: str | None
+    sid: str | None
+    tin: str | None
+    tradeMark: str | None
+
+
 class AccountView(Reply):
     accountId: uuid.UUID
     name: str
@@ -119,6 +142,11 @@ class AccountView(Reply):
     tokenInvalid: TokenInvalidView | None = Field(
         description="WB rejected the account's token: its scheduled fan-outs skip it until PATCH sets a "
         "new one; null: not rejected"
+    )
+    access: TokenAccessView = Field(description="the token's categories; a new token resets them to unknown")
+    seller: SellerView | None = Field(description="whose token it is, per WB; null until account-verify ends")
+    tokenExpiresAt: datetime | None = Field(
+        description="the token's JWT exp; null for an opaque token. WB tokens live 180 days"
     )
     createdAt: datetime
     paused: bool = Field(
@@ -179,6 +207,10 @@ class Progress(Reply):
     position: int | None = Field(
         default=None,
         description="phase waiting-account only: its place in its account's line (1 = next); null if not in it",
+    )
+    # Only on a job's own status poll, while its account's WB token expires within WB_TOKEN_EXPIRY_WARNING_MS.
+    tokenWarning: str | None = Field(
+        default=None, description="the account's WB token expires soon (Russian; also ends `message`)"
     )
 
 

@@ -64,7 +64,7 @@ from gatehouse.job_types import JobType, Policies, RunTimeLimits, announces, out
 from gatehouse.jobs import Claim, JobMessage, JobStore, Outcome, datetime_to_ms
 from gatehouse.pauses import Holds
 from gatehouse.uow import UnitOfWork
-from gatehouse.wb.errors import WbUnauthorized
+from gatehouse.wb.errors import WbScopeDenied, WbUnauthorized
 from gatehouse.wb.pauses import AccountPauses
 from gatehouse_worker.batches import RowBatches
 from gatehouse_worker.leases import LeaseKeeper
@@ -365,7 +365,9 @@ class JobRuntime(Middleware):
         job, claim = ctx.job, ctx.claim
         if t.kind in ("complete", "skip", "fail"):
             state = "failed" if t.kind == "fail" else "completed"
-            progress = P.stored(t.phase, reason=t.reason)
+            # A WB token's missing category is named in the status poll («…категории «Финансы»…»).
+            category = (t.error or {}).get("category") if t.reason == WbScopeDenied.code else None
+            progress = P.stored(t.phase, reason=t.reason, **({"category": category} if category else {}))
             # A skip while an operator holds the account is not the gate's: no starvation count.
             if job.tier == "scheduled" and job_type.gate is not None and t.reason != rd.ACCOUNT_PAUSED:
                 self._count_skips(ctx, skipped=t.kind == "skip")
@@ -438,13 +440,16 @@ class JobRuntime(Middleware):
         wb_token: str | None,
     ) -> None:
         """The outcome; a type that emits raises its event in the same transaction (a retried write starts
-        afresh), as does a job WB rejected the account's token (``wb_token``) on: the account is marked;
-        a completed run also records the datasets its type refreshes (gatehouse.freshness)."""
+        afresh), as does a job WB rejected the account's token (``wb_token``) on: the account is marked
+        (the token, or only the category WB said it lacks); a completed run also records the datasets
+        its type refreshes (gatehouse.freshness)."""
         ended = FINISHED[t.kind]  # the attempt record's outcome: completed, skipped or failed
-        rejected = (
-            t.reason == WbUnauthorized.code and claim.job.account_id is not None and wb_token is not None
-        )
-        if not (job_type.emits or job_type.refreshes or rejected):  # one statement: batched with the others'
+        of_token = claim.job.account_id is not None and wb_token is not None
+        rejected = of_token and t.reason == WbUnauthorized.code
+        scope = (t.error or {}).get("category") if of_token and t.reason == WbScopeDenied.code else None
+        if not (
+            job_type.emits or job_type.refreshes or rejected or scope
+        ):  # one statement: batched with the others'
             self.rows.finish(Outcome(claim, state, progress, t.result, t.error, ended))
             return
         with self.uow.begin() as tx:
@@ -462,6 +467,8 @@ class JobRuntime(Middleware):
                 )
             ):
                 tx.publish(event)
+            if scope:
+                self.accounts.scope_denied(tx, claim.job.account_id, wb_token, scope)
             if t.kind == "complete" and job_type.refreshes and claim.job.account_id is not None:
                 self.freshness.record(tx, claim.job.account_id, job_type.refreshes, claim.job.id)
 

@@ -143,6 +143,8 @@ def body_collaborators(c: Components) -> dict[str, Any]:
         "redis": c.redis,
         "fan_outs": c.fan_out_handlers,
         "job_handlers": c.job_handlers,
+        "accounts": c.account_handlers,
+        "token_expiry_warning_ms": s.wb_token_expiry_warning_ms,
     }
 
 

@@ -24,18 +24,25 @@ from gatehouse.wb.errors import (
     WbBadRequest,
     WbForbidden,
     WbRateLimited,
+    WbScopeDenied,
     WbTimeout,
     WbUnauthorized,
     WbUnavailable,
 )
+from gatehouse.wb.hosts import CATEGORY_OF, HOST_LABELS, HOST_OF, Category
 
 
 @dataclass(frozen=True)
 class Endpoint:
-    service: str  # statistics | finance | advert | analytics | content
+    service: str  # a key of gatehouse.wb.hosts.HOST_LABELS
     method: str
-    path: str
-    bucket: str  # WB's rate-limit group, per seller account
+    path: str  # as WB's OpenAPI gives it
+    bucket: str  # WB's rate-limit group, per seller account (gatehouse.wb.limits)
+
+    @property
+    def category(self) -> Category | None:
+        """The token category its host needs (None: any token)."""
+        return CATEGORY_OF.get(self.service)
 
 
 ORDERS = Endpoint("statistics", "GET", "/api/v1/supplier/orders", "orders")
@@ -45,6 +52,18 @@ ADVERTS = Endpoint("advert", "GET", "/api/advert/v2/adverts", "adverts")
 FULLSTATS = Endpoint("advert", "GET", "/adv/v3/fullstats", "fullstats")
 STOCKS = Endpoint("analytics", "POST", "/api/analytics/v1/stocks-report/wb-warehouses", "inventory")
 CARDS = Endpoint("content", "POST", "/content/v2/get/cards/list", "catalog")
+SELLER_INFO = Endpoint("common", "GET", "/api/v1/seller-info", "seller_info")
+# /ping answers on every host: is the token valid, and does it carry that host's category.
+# WB limits it per host (3 per 30 s) and blocks it when it is called on a timer: account-verify only.
+PING = {service: Endpoint(service, "GET", "/ping", f"ping:{label}") for service, label in HOST_LABELS.items()}
+
+
+def ping_of(category: Category) -> Endpoint:
+    return PING[HOST_OF[category]]
+
+
+# WB's 401 detail when the token is fine but lacks the category of the host it called.
+SCOPE_NOT_ALLOWED = "token scope not allowed"
 
 JOB_HEADER = "X-Gatehouse-Job"  # lets the sandbox (and WB support) tie calls to a job
 RUN_HEADER = "X-Gatehouse-Run"  # ...and to one run (claim) of it: a retry or resume is another run
@@ -139,6 +158,11 @@ def _answer(endpoint: Endpoint, response: httpx.Response) -> Any:
             retry_after_s=_seconds(response, "X-Ratelimit-Retry") or 1.0,
             limit=int(limit) if limit is not None else None,
             reset_s=_seconds(response, "X-Ratelimit-Reset"),
+        )
+    if status == 401 and endpoint.category and _detail(response).strip().lower() == SCOPE_NOT_ALLOWED:
+        raise WbScopeDenied(
+            f"WB refused {where}: the token lacks its category (401: {SCOPE_NOT_ALLOWED})",
+            category=endpoint.category,
         )
     if status == 401:
         raise WbUnauthorized(f"WB rejected the account's token on {where} (401: {_detail(response)})")

@@ -58,6 +58,20 @@ class WbUnauthorized(WbPermanentError):
     code = "wb-unauthorized"
 
 
+class WbScopeDenied(WbPermanentError):
+    """401 ``token scope not allowed``: the token is fine but lacks ``category`` (the host's).
+
+    Only the jobs that need that category fail; the account's token stays valid.
+    """
+
+    code = "wb-token-scope"
+
+    def __init__(self, detail: str, *, category: str) -> None:
+        super().__init__(detail)
+        self.category = category
+        self.details = {"category": category}  # in the job's error (gatehouse.errors.error_info)
+
+
 class WbForbidden(WbPermanentError):
     code = "wb-forbidden"
 

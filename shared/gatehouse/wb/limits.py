@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gatehouse.wb.hosts import HOST_LABELS
+
 # bucket -> (period_ms, limit, burst), Personal/Service token limits.
 WB_LIMITS: dict[str, tuple[int, int, int]] = {
     "orders": (60_000, 1, 10),  # GET /api/v1/supplier/orders
@@ -23,6 +25,9 @@ WB_LIMITS: dict[str, tuple[int, int, int]] = {
     "funnel": (60_000, 3, 3),  # POST /api/analytics/v3/sales-funnel/products
     "inventory": (60_000, 3, 1),  # POST /api/analytics/v1/stocks-report/wb-warehouses
     "catalog": (60_000, 100, 5),  # POST /content/v2/get/cards/list
+    "seller_info": (60_000, 1, 10),  # GET common-api /api/v1/seller-info
+    # GET /ping: 3 per 30 s on each host (account-verify only; WB blocks it on a timer).
+    **{f"ping:{label}": (30_000, 3, 3) for label in HOST_LABELS.values()},
 }
 
 

@@ -112,7 +112,7 @@ SALES: tuple[type[SQLModel], Keys] = (
     WbSale,
     lambda r: {"sale_id": r["saleID"], "last_change_date": r["lastChangeDate"]},
 )
-REPORT: tuple[type[SQLModel], Keys] = (WbReportRow, lambda r: {"rrd_id": r["rrd_id"]})
+REPORT: tuple[type[SQLModel], Keys] = (WbReportRow, lambda r: {"rrd_id": r["rrdId"]})  # camelCase rows
 CAMPAIGNS: tuple[type[SQLModel], Keys] = (WbCampaign, lambda r: {"advert_id": r["id"]})  # adverts v2 shape
 STOCKS: tuple[type[SQLModel], Keys] = (
     WbStock,

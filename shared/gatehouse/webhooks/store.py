@@ -60,6 +60,7 @@ EVENT_TYPES = (
     "price_lists.price_list.activated",
     "price_lists.price_list.expired",
     "rfq.rfq.expired",
+    "wb.account.token_expiring",
     "wb.account.token_invalid",
     "wb.job.completed",
     "wb.job.failed",
@@ -70,6 +71,7 @@ EVENT_TYPES = (
 # The events of one seller account (their data's accountId): all an account's own endpoint may receive
 # (webhook.endpoint.disabled: of another endpoint of its account).
 ACCOUNT_EVENT_TYPES = (
+    "wb.account.token_expiring",
     "wb.account.token_invalid",
     "wb.job.completed",
     "wb.job.failed",

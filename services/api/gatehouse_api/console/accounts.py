@@ -12,6 +12,7 @@ from gatehouse.accounts import KEY_PREFIX
 from gatehouse.accounts import Accounts as AccountStore
 from gatehouse.freshness import FreshnessStore
 from gatehouse.job_types import REGISTRY
+from gatehouse.wb import tokens
 from gatehouse_api.console.web import Console, Page, query
 from gatehouse_api.resources.accounts import freshness_view, key_list
 from gatehouse_api.resources.gates import GateViews
@@ -95,7 +96,8 @@ def timeline(jobs: list[dict], now: datetime) -> tuple[list[str], list[Run], dat
 
 
 class Account(Page):
-    """GET /console/accounts/{accountId}: its gate (GET /v1/admin/accounts/{id}/gate), its
+    """GET /console/accounts/{accountId}: its WB token (GET /v1/accounts/{id}: categories, seller,
+    expiry, warned within WB_TOKEN_EXPIRY_WARNING_MS), its gate (GET /v1/admin/accounts/{id}/gate), its
     recent 429 pauses, the timeline of its gated jobs, its data freshness (GET /v1/accounts/{id}/freshness), its recent jobs (GET /v1/accounts/{id}/jobs)
     and its keys (GET /v1/accounts/{id}/keys)."""
 
@@ -116,6 +118,7 @@ class Account(Page):
         view = self.gates.account(account_id)
         jobs = [job_view(j) for j in self.jobs.recent(account_id, limit=RECENT_JOBS)]
         now = datetime.now(UTC)
+        stored = self.accounts.get(account_id)
         lanes, runs, origin = timeline(jobs, now)
         by_id = {j["jobId"]: j for j in jobs}
         self.console.render(
@@ -132,6 +135,13 @@ class Account(Page):
             },
             jobs=jobs,
             keys=key_list(self.accounts.keys(account_id))["items"],
+            token={
+                "access": tokens.access_view(stored.token_access),
+                "seller": stored.seller,
+                "expiresAt": stored.token_expires_at,
+                "invalid": stored.token_invalid,
+                "warning": self.jobs.token_warning_of(stored.token_expires_at, now),
+            },
             freshness=freshness_view(self.freshness.of_account(account_id))["datasets"],
             key_prefix=KEY_PREFIX,
             by_id=by_id,

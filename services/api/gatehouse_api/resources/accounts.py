@@ -14,6 +14,7 @@ from gatehouse.handlers import AccountHandlers
 from gatehouse.keys import KeyRecord
 from gatehouse.models import Account as AccountModel
 from gatehouse.pauses import Holds
+from gatehouse.wb import tokens
 from gatehouse_api.auth import principal, require_account, require_admin
 from gatehouse_api.body import read_json
 from gatehouse_api.openapi import contract
@@ -49,6 +50,9 @@ def account_view(account: AccountModel, holds: Holds) -> dict:
         name=account.name,
         active=account.active,
         tokenInvalid=account.token_invalid,
+        access=tokens.access_view(account.token_access),
+        seller=account.seller,
+        tokenExpiresAt=account.token_expires_at,
         createdAt=account.created_at,
         paused=holds.account_pause(account.id) is not None,
     ).model_dump(mode="json")
@@ -62,6 +66,7 @@ class Accounts:
         "Create a seller account (admin)",
         (201, AccountCreated, "created; the WB token is stored encrypted and never returned"),
         (400, 401, 403, 413, 415, 422),
+        notes={422: "a field breaks a rule: e.g. wbToken a JWT whose exp has passed"},
         body=(CreateAccount, True),
     )
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -89,7 +94,7 @@ class Account:
         "Change an account (admin): rename it, rotate its WB token, switch it off or on; audited",
         (200, AccountView, "the account as changed"),
         (400, 401, 403, 404, 413, 415, 422),
-        notes={422: "a field breaks a rule, an unknown field, or no field at all"},
+        notes={422: "a field breaks a rule (wbToken already expired), an unknown field, or no field at all"},
         body=(PatchAccount, True),
     )
     def on_patch(self, req: falcon.Request, resp: falcon.Response, account_id: uuid.UUID) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 import falcon
 from redis import RedisError
@@ -19,6 +19,7 @@ from gatehouse.jobs import AttemptRecord, FinishedCount, JobRecord, JobStore
 from gatehouse.models import STATES, TIERS
 from gatehouse.paging import instant
 from gatehouse.pauses import job_queues
+from gatehouse.wb import tokens
 from gatehouse_api.auth import principal, require_account, require_admin
 from gatehouse_api.body import read_json
 from gatehouse_api.openapi import contract, page_params, query
@@ -37,8 +38,11 @@ from gatehouse_api.schemas import (
 )
 
 
-def job_view(job: JobRecord, waiting: progress.Waiting | None = None) -> dict:
-    """A job as the API shows it; ``waiting``: where it stands at its account's gate (its status poll)."""
+def job_view(
+    job: JobRecord, waiting: progress.Waiting | None = None, token_warning: str | None = None
+) -> dict:
+    """A job as the API shows it; ``waiting``: where it stands at its account's gate, ``token_warning``:
+    its account's token expires soon (its status poll)."""
     return JobView(
         jobId=job.id,
         type=job.type,
@@ -52,6 +56,7 @@ def job_view(job: JobRecord, waiting: progress.Waiting | None = None) -> dict:
             max_attempts=job.max_attempts,
             result=job.result,
             waiting=waiting,
+            token_warning=token_warning,
         ),
         result=job.result,
         error=job.error,
@@ -82,11 +87,26 @@ def attempt_view(a: AttemptRecord) -> dict:
 class JobViews:
     """The jobs as the API and the console show them (the read side of gatehouse.jobs)."""
 
-    def __init__(self, jobs: JobStore, gate: RedisGate) -> None:
-        self.jobs, self.gate = jobs, gate
+    def __init__(
+        self, jobs: JobStore, gate: RedisGate, accounts: Accounts, *, expiry_warning_ms: int
+    ) -> None:
+        self.jobs, self.gate, self.accounts = jobs, gate, accounts
+        self.expiry_warning = timedelta(milliseconds=expiry_warning_ms)
 
     def get(self, job_id: uuid.UUID) -> JobRecord:
         return self.jobs.require(job_id)
+
+    def token_warning(self, job: JobRecord) -> str | None:
+        """What a poll of an account's job adds while the account's WB token expires within
+        WB_TOKEN_EXPIRY_WARNING_MS (one prepared statement: the account's row)."""
+        if job.account_id is None:
+            return None
+        return self.token_warning_of(self.accounts.get(job.account_id).token_expires_at, datetime.now(UTC))
+
+    def token_warning_of(self, expires: datetime | None, now: datetime) -> str | None:
+        if expires is None or expires - now > self.expiry_warning:
+            return None
+        return progress.expiry_warning(expires, now)
 
     def waiting(self, job: JobRecord) -> progress.Waiting | None:
         """Where a job waiting for its account's gate stands (None for any other job): one Redis read
@@ -152,7 +172,10 @@ class JobViews:
         ).model_dump(mode="json", exclude_unset=True)
 
 
-INACTIVE_NOTE = "ACCOUNT_INACTIVE: the account is switched off (PATCH /v1/accounts/{accountId})"
+INACTIVE_NOTE = (
+    "ACCOUNT_INACTIVE: the account is switched off (PATCH /v1/accounts/{accountId}); TOKEN_SCOPE_MISSING "
+    "(with `category`): WB said the account's token lacks a category this job needs"
+)
 
 
 class _Create:
@@ -171,11 +194,15 @@ class _Create:
     ) -> None:
         caller = principal(req)
         # An account's own key proves the account exists (its keys go with it) and says whether it
-        # is on; anyone else's request reads it: one round trip less on the hot path of its creates.
-        active = (
-            caller.account_active if caller.account_id == account_id else self.accounts.get(account_id).active
-        )
+        # is on and what WB refused its token; anyone else's request reads it: one round trip less on
+        # the hot path of its creates.
+        if caller.account_id == account_id:
+            active, access = caller.account_active, caller.account_access
+        else:
+            account = self.accounts.get(account_id)
+            active, access = account.active, account.token_access
         require_active(account_id, active)
+        tokens.require_scopes(account_id, access, job_type.needs)
         job, created = self.handlers.submit(job_type, account_id=account_id, payload=payload)
         resp.status = 202
         resp.location = f"/v1/jobs/{job.id}"
@@ -258,7 +285,7 @@ class JobStatus:
         job = self.views.get(job_id)
         if not principal(req).may_see(job.account_id):
             raise NotFound(f"job {job_id} not found")
-        resp.media = job_view(job, self.views.waiting(job))
+        resp.media = job_view(job, self.views.waiting(job), self.views.token_warning(job))
 
 
 class JobRetry:

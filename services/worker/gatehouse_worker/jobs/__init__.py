@@ -1,6 +1,7 @@
 """Job bodies, one module per domain. Importing this package registers them."""
 
 from gatehouse_worker.jobs import (
+    accounts,
     autobidder,
     catalog,
     digitization,
@@ -13,6 +14,7 @@ from gatehouse_worker.jobs import (
 )
 
 __all__ = [
+    "accounts",
     "autobidder",
     "catalog",
     "digitization",

@@ -13,6 +13,8 @@ from gatehouse_worker.runtime import JobContext, job
 
 STATS_DAYS = 7  # fullstats allows up to 31 days per call
 IDS_PER_CALL = 50  # and up to 50 campaigns
+# WB keeps statistics for campaigns finished (7), active (9) and paused (11) only: fullstats is for those.
+WITH_STATS = frozenset({7, 9, 11})
 
 
 @job(AUTOBIDDER_SYNC_USER)
@@ -20,14 +22,16 @@ def autobidder_sync_user(ctx: JobContext, data: WbData) -> dict[str, Any]:
     with ctx.wb() as client:
         campaigns = (client.call(wb.ADVERTS) or {}).get("adverts", [])
         data.upsert(tables.CAMPAIGNS, ctx.job.account_id, campaigns)
-        stats = sync_stats(ctx, data, client, [c["id"] for c in campaigns], date.today(), days=STATS_DAYS)
+        stats = sync_stats(ctx, data, client, campaigns, date.today(), days=STATS_DAYS)
     return {"campaigns": len(campaigns), "statDays": stats}
 
 
 def sync_stats(
-    ctx: JobContext, data: WbData, client: wb.WbClient, ids: list[int], today: date, *, days: int
+    ctx: JobContext, data: WbData, client: wb.WbClient, campaigns: list[dict], today: date, *, days: int
 ) -> int:
-    """Fullstats of the ``days`` days before ``today``, 50 campaigns per call."""
+    """Fullstats of the ``days`` days before ``today`` of the ``campaigns`` (adverts v2 shape) WB
+    keeps statistics for, 50 per call."""
+    ids = [c["id"] for c in campaigns if c.get("status") in WITH_STATS]
     begin, end = (today - timedelta(days=days)).isoformat(), (today - timedelta(days=1)).isoformat()
     written = 0
     for start in range(0, len(ids), IDS_PER_CALL):

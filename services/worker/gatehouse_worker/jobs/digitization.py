@@ -83,11 +83,13 @@ def import_user_report(ctx: JobContext, data: WbData, report_page_rows: int) -> 
 def import_report(
     ctx: JobContext, data: WbData, client: wb.WbClient, date_from: str, date_to: str, *, page_rows: int
 ) -> int:
-    """The realization report for a period, page by page on the rrdId cursor until WB answers 204."""
+    """The realization report for a period, page by page on the rrdId cursor until WB answers 204.
+
+    Rows are stored whole as WB sends them (camelCase: SalesReportsDetailedRes)."""
     body = {"dateFrom": date_from, "dateTo": date_to, "limit": page_rows}
     state = ctx.checkpoint.get("report") or {"rrdId": 0, "rows": 0}
     while rows := client.call(wb.REPORT, body={**body, "rrdId": state["rrdId"]}):
         data.upsert(tables.REPORT, ctx.job.account_id, rows)
-        state = {"rrdId": rows[-1]["rrd_id"], "rows": state["rows"] + len(rows)}
+        state = {"rrdId": rows[-1]["rrdId"], "rows": state["rows"] + len(rows)}
         ctx.save_checkpoint({**ctx.checkpoint, "report": state})
     return state["rows"]

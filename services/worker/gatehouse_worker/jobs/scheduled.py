@@ -64,9 +64,7 @@ def rnp_ads(ctx: JobContext, data: WbData) -> dict[str, Any]:
     with ctx.wb() as client:
         campaigns = (client.call(wb.ADVERTS) or {}).get("adverts", [])
         data.upsert(tables.CAMPAIGNS, ctx.job.account_id, campaigns)
-        days = sync_stats(
-            ctx, data, client, [c["id"] for c in campaigns], date.today() + timedelta(days=1), days=2
-        )
+        days = sync_stats(ctx, data, client, campaigns, date.today() + timedelta(days=1), days=2)
     return {"campaigns": len(campaigns), "statDays": days}
 
 
