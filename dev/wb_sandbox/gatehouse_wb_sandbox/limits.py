@@ -6,7 +6,8 @@ WB client keeps to them, so the two cannot drift apart.
 
 A WB bucket holds ``burst`` tokens and refills one token every
 ``period_ms / limit`` milliseconds; every call takes one token. Buckets are
-per seller account (all tokens of a seller share them) and per bucket name.
+per seller account (all tokens of a seller share them), per bucket name and
+per host (only ``ping`` is served on several hosts; WB limits it per host).
 """
 
 from __future__ import annotations
@@ -75,20 +76,20 @@ class Buckets:
         self.limits = limits
         self._clock = clock
         self._lock = threading.Lock()
-        self._buckets: dict[tuple[str, str], _Bucket] = {}
+        self._buckets: dict[tuple[str, str, str], _Bucket] = {}
 
-    def _refilled(self, seller: str, bucket: str) -> tuple[_Bucket, Limit]:
+    def _refilled(self, seller: str, bucket: str, host: str) -> tuple[_Bucket, Limit]:
         lim = self.limits[bucket]
         now = self._clock()
-        state = self._buckets.setdefault((seller, bucket), _Bucket(float(lim.burst), now))
+        state = self._buckets.setdefault((seller, bucket, host), _Bucket(float(lim.burst), now))
         state.tokens = min(float(lim.burst), state.tokens + (now - state.at) * _rate(lim))
         state.at = now
         return state, lim
 
-    def take(self, seller: str, bucket: str) -> Verdict:
+    def take(self, seller: str, bucket: str, host: str = "") -> Verdict:
         """Take one token, or say how long to wait; a refused call takes nothing."""
         with self._lock:
-            state, lim = self._refilled(seller, bucket)
+            state, lim = self._refilled(seller, bucket, host)
             allowed = state.tokens >= 1
             if allowed:
                 state.tokens -= 1
@@ -100,9 +101,9 @@ class Buckets:
                 burst=lim.burst,
             )
 
-    def remaining(self, seller: str, bucket: str) -> int:
+    def remaining(self, seller: str, bucket: str, host: str = "") -> int:
         with self._lock:
-            state, _ = self._refilled(seller, bucket)
+            state, _ = self._refilled(seller, bucket, host)
             return math.floor(state.tokens)
 
     def clear(self) -> None:
