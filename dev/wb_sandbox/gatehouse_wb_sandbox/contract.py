@@ -293,6 +293,14 @@ def parse_limit(description: str) -> dict[str, LimitRow]:
     return rows
 
 
+def limit_table(host: str, method: str, path: str) -> dict[str, LimitRow] | None:
+    """The limit rows of the operation a call to ``host`` meets (/ping: its one table, per host)."""
+    found = operation(host, method, path)
+    if found is None:
+        return None
+    return limit_tables().get((PING_HOST if path == PING else host, found.method, path))
+
+
 @cache
 def limit_tables() -> dict[tuple[str, str, str], dict[str, LimitRow]]:
     """(host, METHOD, path) -> {"personal": LimitRow, "service": LimitRow} for every documented operation
