@@ -7,8 +7,10 @@ repeated. The anchor is "today" in Moscow time when the sandbox starts: the
 history covers the ``history_days`` complete days before it, so data does not
 move while a test (or a `make run` day) pages through it.
 
-Times in statistics and report rows are Moscow wall-clock time without an
-offset, as WB sends them.
+Times in statistics rows are Moscow wall-clock time without an offset, as WB
+sends them; the feeds' ``lastChangeDate`` is the 30-minute update run after a
+change, shared by every row that run changed. Report rows are camelCase with
+money as decimal strings (finance API).
 """
 
 from __future__ import annotations

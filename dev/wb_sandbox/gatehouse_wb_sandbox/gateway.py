@@ -76,9 +76,7 @@ def _problem(
     return Reply(int(status), body, problems.PROBLEM, headers or {})
 
 
-def _too_many(
-    route: Route, request_id: str, retry_s: float, reset_s: float, burst: int, exact: bool
-) -> Reply:
+def too_many(route: Route, request_id: str, retry_s: float, reset_s: float, burst: int, exact: bool) -> Reply:
     headers = {
         "X-Ratelimit-Retry": seconds_header(retry_s, exact=exact),
         "X-Ratelimit-Limit": str(burst),
@@ -116,7 +114,7 @@ def _answer(
     fault = sandbox.faults.decide(seller, route.bucket)
     if fault is not None and fault.retry_s is not None:
         burst = sandbox.limits[route.bucket].burst
-        return _Outcome(_too_many(route, request_id, fault.retry_s, fault.retry_s, burst, exact=True), [])
+        return _Outcome(too_many(route, request_id, fault.retry_s, fault.retry_s, burst, exact=True), [])
     if fault is not None:
         remaining = str(sandbox.buckets.remaining(seller, route.bucket, route.host))
         title = HTTPStatus(fault.status).phrase.lower()
@@ -125,7 +123,7 @@ def _answer(
         return _Outcome(_problem(fault.status, title, detail, route.origin, request_id, headers), [])
     verdict = sandbox.buckets.take(seller, route.bucket, route.host)
     if not verdict.allowed:
-        reply = _too_many(
+        reply = too_many(
             route, request_id, verdict.retry_s, verdict.reset_s, verdict.burst, sandbox.exact_headers
         )
         return _Outcome(reply, [])

@@ -94,7 +94,7 @@ def route_violations(sandbox: Sandbox, route: Route) -> list[str]:
         ),
     )
     limit = sandbox.limits[route.bucket]
-    found += _check(route, gateway._too_many(route, SAMPLE_REQUEST_ID, 1.0, 1.0, limit.burst, exact=False))
+    found += _check(route, gateway.too_many(route, SAMPLE_REQUEST_ID, 1.0, 1.0, limit.burst, exact=False))
     return [f"{route.host} {route.method} {route.path}: {line}" for line in found]
 
 
