@@ -60,3 +60,30 @@ def test_every_operation_on_our_hosts_has_a_readable_limit():
     tables = contract.limit_tables()
     assert len(tables) == len(contract.operations())  # the parser understood every block
     assert tables["finance-api", "POST", "/api/finance/v1/sales-reports/detailed"]["personal"].burst == 1
+
+
+def test_openapi_3_0_nullable_is_honoured():
+    """openapi-core reads 3.0's ``nullable``: adverts' ``started`` may be null, ``deleted`` may not."""
+
+    def answer(started: str | None, deleted: str | None) -> list[str]:
+        stamp = "2026-05-01T10:00:00+03:00"
+        advert = {
+            "id": 1,
+            "bid_type": "manual",
+            "status": 4,
+            "nm_settings": None,
+            "restrictions": {"can_change_nms": True},
+            "settings": {
+                "payment_type": "cpm",
+                "name": "n",
+                "placements": {"search": True, "recommendations": False},
+            },
+            "timestamps": {"created": stamp, "updated": stamp, "started": started, "deleted": deleted},
+        }
+        path = "/api/advert/v2/adverts"
+        return contract.check_response(
+            "advert-api", "GET", path, 200, {"adverts": [advert]}, "application/json"
+        )
+
+    assert answer(None, "2100-01-01T00:00:00+03:00") == []
+    assert any("deleted" in line and "None" in line for line in answer(None, None))

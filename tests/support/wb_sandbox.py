@@ -44,7 +44,13 @@ class RunningSandbox:
     ) -> httpx.Client:
         """A client speaking for ``seller`` (a JWT with that sid and ``categories``, None: all) or sending
         ``token`` as it is; ``host`` (a WB host label) prefixes every path, as the WB client does."""
-        auth = token if token is not None else make_token(seller, categories=categories) if seller else None
+        auth = (
+            token
+            if token is not None
+            else make_token(seller, categories=categories)
+            if seller is not None
+            else None
+        )
         if auth is not None:
             headers["Authorization"] = auth
         return http_client(self.host_url(host) if host else self.url, **headers)
