@@ -230,7 +230,7 @@ def main() -> int:
         checks = []
         if "wb-sandbox" in sockets:
             spawn("wb-sandbox", "gatehouse-wb-sandbox")
-            checks.append(f"{env['WB_API_BASE_URL']}/ping")
+            checks.append(f"{env['WB_API_BASE_URL']}/__sandbox/health")  # /ping wants a token
         url = http_url(settings.api_host, settings.api_port)
         if "PUBLIC_URL" not in os.environ:
             env["PUBLIC_URL"] = url  # the e-mails' links point at this run's console

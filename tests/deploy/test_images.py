@@ -290,5 +290,9 @@ def test_the_sandbox_image_serves_the_wb_stand_in_with_no_store(images, renders,
     port = free_port()
     argv = [*argv[:-1], f"127.0.0.1:{port}"] if argv[-2] == "--bind" else argv
     proc = pods("sandbox", images["gatehouse-wb-sandbox"].command(argv, env))
-    wait_until(lambda: answers(proc, f"http://127.0.0.1:{port}/ping"), timeout=60, what="the sandbox image")
+    wait_until(
+        lambda: answers(proc, f"http://127.0.0.1:{port}/__sandbox/health"),
+        timeout=60,
+        what="the sandbox image",
+    )
     assert uid_of(proc) == SERVICE_USER

@@ -88,7 +88,7 @@ def test_make_run_starts_everything_on_embedded_servers_and_finds_its_data_again
         assert listening_addresses(api_port) == {"0100007F"}  # 127.0.0.1
         assert not re.findall(r"^.*(?:Warning|WARNING).*$", first.log(), re.M)
         assert httpx.get(f"http://127.0.0.1:{api_port}/readyz", timeout=5).json()["status"] == "ready"
-        assert httpx.get(f"http://127.0.0.1:{sandbox_port}/ping", timeout=5).status_code == 200
+        assert httpx.get(f"http://127.0.0.1:{sandbox_port}/__sandbox/health", timeout=5).status_code == 200
         # … where the demo account's user import and a scheduled sync work against the sandbox
         api, admin = f"http://127.0.0.1:{api_port}", {"Authorization": f"Bearer {seen['admin token']}"}
         with psycopg.connect(seen["DATABASE_URL"]) as conn:

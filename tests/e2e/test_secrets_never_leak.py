@@ -79,7 +79,7 @@ def _run(processes, gh, sql, receiver: Receiver) -> None:
         "wb-sandbox", "gatehouse-wb-sandbox", "--bind", f"127.0.0.1:{port}", "--time-scale", "1000"
     )
     sandbox = f"http://127.0.0.1:{port}"
-    wait_until(lambda: _answers(f"{sandbox}/ping"), timeout=30, what="the WB sandbox")
+    wait_until(lambda: _answers(f"{sandbox}/__sandbox/health"), timeout=30, what="the WB sandbox")
     env = {
         "WB_API_BASE_URL": sandbox,
         **scaled_limits(1000),

@@ -93,7 +93,7 @@ def test_feeds_import_stores_the_period_once_even_when_rerun_or_retried(stack, s
 def test_report_import_pages_by_rrd_id_until_204(stack, sandbox, sql):
     anchor, data = seller_data(sandbox)
     first, last = anchor - timedelta(days=40), anchor - timedelta(days=1)
-    expected = {r["rrd_id"] for r in report_page(data, first, last, 0, 10**9)}
+    expected = {r["rrdId"] for r in report_page(data, first, last, 0, 10**9)}
     account = create_account(stack)
 
     status = run(

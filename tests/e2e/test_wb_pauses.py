@@ -43,7 +43,7 @@ def period(sandbox) -> tuple[date, date, set[int]]:
     anchor = date.fromisoformat(sandbox.control.get("/__sandbox/config").json()["anchor"])
     first, last = anchor - timedelta(days=40), anchor - timedelta(days=1)
     data = dataset(DataSpec(seed=0, anchor=anchor, rows_per_day=3), SELLER)
-    return first, last, {r["rrd_id"] for r in report_page(data, first, last, 0, 10**9)}
+    return first, last, {r["rrdId"] for r in report_page(data, first, last, 0, 10**9)}
 
 
 def status(url: str, job_id: str) -> dict:

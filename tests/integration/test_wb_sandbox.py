@@ -6,8 +6,10 @@ Needs neither PostgreSQL nor Redis. Most tests run the server in this process
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -26,7 +28,8 @@ from tests.support.wb_sandbox import RunningSandbox, http_client, running_sandbo
 ORDERS = "/api/v1/supplier/orders"
 SALES = "/api/v1/supplier/sales"
 DETAILED = "/api/finance/v1/sales-reports/detailed"
-LEGACY_REPORT = "/api/v5/supplier/reportDetailByPeriod"
+PING = "/ping"
+SELLER_INFO = "/api/v1/seller-info"
 ADVERTS = "/api/advert/v2/adverts"
 FULLSTATS = "/adv/v3/fullstats"
 BIDS = "/api/advert/v1/bids"
@@ -39,6 +42,7 @@ ANCHOR = date(2026, 6, 1)  # the data's "today", pinned so the tests do not depe
 FIRST_DAY = ANCHOR - timedelta(days=HISTORY_DAYS)
 ROWS_PER_DAY = 3
 SERVED = (200, 204)  # a report page, or no rows left
+MOSCOW_NO_ZONE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
 PROBLEM_FIELDS = {"title", "detail", "code", "requestId", "origin", "status", "statusText", "timestamp"}
 
 
@@ -112,13 +116,102 @@ def test_a_token_that_expires_later_is_fine(sandbox):
     assert client.get(ORDERS, params={"dateFrom": "2026-01-01"}).status_code == 200
 
 
+def test_a_host_prefix_names_the_host_and_unprefixed_paths_still_work(sandbox):
+    params = {"dateFrom": FIRST_DAY.isoformat()}
+    prefixed = sandbox.client("hosted", host="statistics-api").get(ORDERS, params=params)
+    bare = sandbox.client("hosted").get(ORDERS, params=params)
+    assert prefixed.status_code == bare.status_code == 200 and prefixed.json() == bare.json()
+    # a path on the wrong host does not exist there
+    assert_problem(
+        sandbox.client("hosted", host="finance-api").get(ORDERS, params=params), 404, f"GET {ORDERS}"
+    )
+    assert [(e["host"], e["path"], e["status"]) for e in sandbox.log("hosted")] == [
+        ("statistics-api", ORDERS, 200),
+        ("statistics-api", ORDERS, 200),
+        ("finance-api", ORDERS, 404),
+    ]
+
+
+HOSTS = ("statistics-api", "finance-api", "advert-api", "seller-analytics-api", "content-api", "common-api")
+
+
+def test_ping_answers_on_every_host_and_unprefixed_on_common_api(sandbox):
+    for host in HOSTS:
+        response = sandbox.client("pinger", host=host).get(PING)
+        assert response.status_code == 200, host
+        body = response.json()
+        assert body["Status"] == "OK" and body["TS"].endswith("+03:00")
+    assert sandbox.client("pinger").get(PING).status_code == 200
+    assert [e["host"] for e in sandbox.log("pinger")] == [*HOSTS, "common-api"]
+    assert [e["bucket"] for e in sandbox.log("pinger")] == [*(f"ping:{h}" for h in HOSTS), "ping:common-api"]
+
+
+def test_ping_is_limited_to_three_per_30_s_per_host_and_seller():
+    with running_sandbox(anchor=ANCHOR, rows_per_day=1) as sb:
+        finance = sb.client("pings", host="finance-api")
+        answers = [finance.get(PING) for _ in range(4)]
+        assert [r.status_code for r in answers] == [200, 200, 200, 429]
+        assert answers[-1].headers["X-Ratelimit-Limit"] == "3"
+        assert 9 <= int(answers[-1].headers["X-Ratelimit-Retry"]) <= 10  # 30 s / 3
+        assert sb.client("pings", host="content-api").get(PING).status_code == 200  # another host
+        assert sb.client("other", host="finance-api").get(PING).status_code == 200  # another seller
+
+
+def test_a_token_without_the_hosts_category_gets_401_scope_not_allowed(sandbox):
+    token = make_token("scoped", categories=["statistics", "content"])
+    for host, path in (("finance-api", PING), ("advert-api", ADVERTS), ("seller-analytics-api", PING)):
+        response = sandbox.client(token=token, host=host).get(path)
+        body = assert_problem(response, 401, "token scope not allowed")
+        assert body["detail"] == "token scope not allowed" and body["title"] == "unauthorized"
+    origin = assert_problem(
+        sandbox.client(token=token, host="finance-api").post(DETAILED, json={}), 401, "scope"
+    )
+    assert origin["origin"] == "s2s-api-auth-finance"
+    assert sandbox.client(token=token, host="statistics-api").get(PING).status_code == 200
+    assert sandbox.client(token=token, host="content-api").get(PING).status_code == 200
+    # common-api needs no category; an opaque token has them all
+    assert (
+        sandbox.client(token=make_token("scoped", categories=[]), host="common-api").get(PING).status_code
+        == 200
+    )
+    assert sandbox.client(token="opaque-seller", host="finance-api").get(PING).status_code == 200
+
+
+def test_seller_info_is_deterministic_per_seller_for_any_category(sandbox):
+    info = sandbox.client(token=make_token("4242", categories=[]), host="common-api").get(SELLER_INFO)
+    again = sandbox.client("4242").get(SELLER_INFO)
+    other = sandbox.client("4343", host="common-api").get(SELLER_INFO)
+    assert info.status_code == again.status_code == 200 and info.json() == again.json()
+    assert set(info.json()) == {"name", "sid", "tin", "tradeMark"} and info.json()["sid"] == "4242"
+    assert other.json()["sid"] == "4343" and other.json()["tin"] != info.json()["tin"]
+
+
+def test_minted_tokens_lack_categories_or_expire(sandbox):
+    no_finance = sandbox.mint("minted", categories=["statistics"])
+    assert sandbox.client(token=no_finance, host="statistics-api").get(PING).status_code == 200
+    assert_problem(
+        sandbox.client(token=no_finance, host="finance-api").get(PING), 401, "token scope not allowed"
+    )
+    expired = sandbox.mint("minted", expires_in_days=-1)
+    assert_problem(sandbox.client(token=expired, host="statistics-api").get(PING), 401, "token expired")
+    soon = sandbox.mint("minted", expires_in_days=0.5)
+    assert sandbox.client(token=soon, host="finance-api").get(PING).status_code == 200
+    assert sandbox.client(token=sandbox.mint("minted"), host="finance-api").get(PING).status_code == 200
+    for bad in (
+        {"categories": ["statistics"]},
+        {"sid": "x", "categories": ["nonsense"]},
+        {"sid": "x", "x": 1},
+    ):
+        assert sandbox.control.post("/__sandbox/tokens", json=bad).status_code == 400
+
+
 # --- data and paging ---
 
 
 def test_orders_page_by_last_change_date_until_empty(sandbox):
-    client = sandbox.client("orders-seller")
+    client = sandbox.client("orders-seller", host="statistics-api")
     seen: dict[str, dict] = {}
-    date_from, previous_last, pages = f"{FIRST_DAY.isoformat()}T00:00:00+03:00", None, 0
+    date_from, previous, pages = f"{FIRST_DAY.isoformat()}T00:00:00+03:00", None, 0
     while True:
         response = client.get(ORDERS, params={"dateFrom": date_from, "flag": 0})
         assert response.status_code == 200
@@ -127,15 +220,18 @@ def test_orders_page_by_last_change_date_until_empty(sandbox):
             break
         pages += 1
         assert len(rows) <= 40
-        if previous_last is not None:
-            assert rows[0] == previous_last  # lastChangeDate >= dateFrom: the boundary row comes again
         changes = [row["lastChangeDate"] for row in rows]
         assert changes == sorted(changes) and all(change >= date_from[:19] for change in changes)
+        assert all(MOSCOW_NO_ZONE.fullmatch(change) for change in changes)  # Moscow time, no offset
+        if previous is not None:
+            # lastChangeDate >= dateFrom: every row of the previous page's last second comes again
+            boundary = [row for row in previous if row["lastChangeDate"] == date_from]
+            assert rows[: len(boundary)] == boundary
         seen.update((row["srid"], row) for row in rows)
-        previous_last, date_from = rows[-1], rows[-1]["lastChangeDate"]
+        previous, date_from = rows, rows[-1]["lastChangeDate"]
 
     assert len(seen) == ROWS_PER_DAY * HISTORY_DAYS  # every order, none skipped
-    assert pages == -(-(ROWS_PER_DAY * HISTORY_DAYS - 1) // 39)  # 39 new rows per page after the first
+    assert pages >= ROWS_PER_DAY * HISTORY_DAYS // 40
     order = next(iter(seen.values()))
     for name in (
         "date",
@@ -148,6 +244,32 @@ def test_orders_page_by_last_change_date_until_empty(sandbox):
     ):
         assert name in order
     assert {"isCancel", "gNumber", "srid"} <= set(order)
+    assert client.get(ORDERS, params={"dateFrom": date_from}).json() == []  # nothing strictly newer
+
+
+def whole_feed(client: httpx.Client, feed: str) -> list[dict]:
+    """Every row of a statistics feed, paged by lastChangeDate, without the repeated ones."""
+    rows: dict[tuple, dict] = {}
+    date_from = FIRST_DAY.isoformat()
+    while page := client.get(feed, params={"dateFrom": date_from}).json():
+        rows |= {(row["srid"], row.get("saleID")): row for row in page}
+        date_from = page[-1]["lastChangeDate"]
+    return list(rows.values())
+
+
+@pytest.mark.parametrize("feed", [ORDERS, SALES])
+def test_several_rows_share_a_last_change_date_and_come_again_from_it(sandbox, feed):
+    client = sandbox.client("shared-second", host="statistics-api")
+    rows = whole_feed(client, feed)
+    changes = [row["lastChangeDate"] for row in rows]
+    assert changes == sorted(changes)
+    shared = sorted({c for c, n in itertools.pairwise(changes) if c == n})
+    assert len(shared) >= 2  # WB updates the feeds in runs: the rows of one run share their time
+    for key in shared:
+        again = client.get(feed, params={"dateFrom": key}).json()
+        same = [row for row in rows if row["lastChangeDate"] == key]
+        assert len(same) >= 2 and again[: len(same)] == same  # dateFrom is inclusive
+    assert whole_feed(sandbox.client("shared-second"), feed) == rows  # deterministic
 
 
 def test_sales_have_their_own_rows_keyed_by_sale_id(sandbox):
@@ -164,14 +286,14 @@ def test_statistics_reject_a_bad_date_from_with_their_legacy_body(sandbox, date_
     response = sandbox.client("s").get(ORDERS, params=params)
     assert response.status_code == 400
     (error,) = response.json()["errors"]
-    assert error.startswith("dateFrom: ")
+    assert "dateFrom" in error
     assert "X-Ratelimit-Remaining" in response.headers
 
 
 def test_report_pages_by_rrd_id_until_204(sandbox):
-    client = sandbox.client("report-seller")
+    client = sandbox.client("report-seller", host="finance-api")
     period = {"dateFrom": FIRST_DAY.isoformat(), "dateTo": ANCHOR.isoformat()}
-    ids, rrd_id = [], 0
+    collected, rrd_id = [], 0
     while True:
         response = client.post(DETAILED, json={**period, "limit": 100, "rrdId": rrd_id})
         if response.status_code == 204:
@@ -179,28 +301,45 @@ def test_report_pages_by_rrd_id_until_204(sandbox):
             break
         rows = response.json()
         assert response.status_code == 200 and 0 < len(rows) <= 100
-        assert all(row["rrd_id"] > rrd_id for row in rows)
-        ids += [row["rrd_id"] for row in rows]
-        rrd_id = rows[-1]["rrd_id"]
+        assert all(row["rrdId"] > rrd_id for row in rows)
+        collected += rows
+        rrd_id = rows[-1]["rrdId"]
+    ids = [row["rrdId"] for row in collected]
     assert len(ids) > 200 and ids == sorted(set(ids))
-    row = rows[0]
-    assert {
-        "realizationreport_id",
-        "nm_id",
-        "doc_type_name",
-        "quantity",
-        "retail_amount",
-        "ppvz_for_pay",
-    } <= set(row)
-    assert {"sale_dt", "rr_dt", "srid", "supplier_oper_name"} <= set(row)
-
-    legacy = client.get(LEGACY_REPORT, params={**period, "rrdid": 0, "limit": 100_000})
-    assert [r["rrd_id"] for r in legacy.json()] == ids  # the same rows
-    done = client.get(LEGACY_REPORT, params={**period, "rrdid": ids[-1]})
-    assert done.status_code == 204
+    row = collected[0]
+    assert not any("_" in key for key in row)  # camelCase, like WB's finance API
+    assert {"reportId", "nmId", "docTypeName", "quantity", "retailAmount", "forPay"} <= set(row)
+    assert {"saleDt", "rrDate", "srid", "sellerOperName"} <= set(row)
+    for key in ("retailPrice", "retailAmount", "forPay", "acquiringFee", "vw", "deliveryService", "penalty"):
+        assert isinstance(row[key], str) and re.fullmatch(r"-?\d+(\.\d{1,2})?", row[key]), key
 
     week = client.post(DETAILED, json={"dateFrom": "2026-05-01", "dateTo": "2026-05-07", "rrdId": 0}).json()
-    assert week and all("2026-05-01" <= r["rr_dt"] <= "2026-05-07" for r in week)
+    assert week and all("2026-05-01" <= r["rrDate"] <= "2026-05-07" for r in week)
+
+
+def test_report_rows_follow_from_the_sales(sandbox):
+    seller = "coherent-seller"
+    client = sandbox.client(seller, host="statistics-api")
+    by_sale, date_from = {}, FIRST_DAY.isoformat()
+    while page := client.get(SALES, params={"dateFrom": date_from}).json():
+        by_sale |= {(s["srid"], s["saleID"][0]): s for s in page}
+        date_from = page[-1]["lastChangeDate"]
+    period = {"dateFrom": FIRST_DAY.isoformat(), "dateTo": ANCHOR.isoformat(), "rrdId": 0}
+    rows = sandbox.client(seller, host="finance-api").post(DETAILED, json=period).json()
+    sold = [r for r in rows if r["docTypeName"] in ("Продажа", "Возврат")]
+    assert len(sold) == len(by_sale) and len(rows) == 2 * len(sold)  # a logistics row per sale row
+    for row in sold:
+        sale = by_sale[row["srid"], "S" if row["docTypeName"] == "Продажа" else "R"]
+        assert row["nmId"] == sale["nmId"] and row["sku"] == sale["barcode"]
+        assert float(row["retailAmount"]) == abs(sale["priceWithDisc"])
+        assert float(row["forPay"]) == pytest.approx(abs(sale["forPay"]))
+        assert row["rrDate"] == sale["date"][:10]
+
+
+def test_the_legacy_report_route_is_gone(sandbox):
+    client = sandbox.client("s")
+    response = client.get("/api/v5/supplier/reportDetailByPeriod", params={"dateFrom": "2026-05-01"})
+    assert_problem(response, 404, "GET /api/v5/supplier/reportDetailByPeriod")
 
 
 @pytest.mark.parametrize(
@@ -348,14 +487,6 @@ def test_a_burst_beyond_the_bucket_gets_429_per_seller_and_bucket():
         assert client.get(ORDERS, params=params).status_code == 429
 
 
-def test_the_report_endpoints_share_one_bucket():
-    with running_sandbox(anchor=ANCHOR, rows_per_day=1) as sb:
-        client = sb.client("reporter")
-        period = {"dateFrom": "2026-05-01", "dateTo": "2026-05-02"}
-        assert client.post(DETAILED, json=period).status_code in SERVED
-        assert client.get(LEGACY_REPORT, params=period).status_code == 429
-
-
 def test_time_scale_shortens_the_wait():
     with running_sandbox(
         anchor=ANCHOR, rows_per_day=1, time_scale=600
@@ -455,11 +586,12 @@ def test_the_log_names_seller_job_and_paging_params(sandbox):
     sandbox.client("unlogged").get(ADVERTS)
 
     entries = sandbox.log("logged")
-    assert [(e["method"], e["path"], e["bucket"], e["status"]) for e in entries] == [
-        ("GET", ORDERS, "orders", 200),
-        ("POST", DETAILED, "report", 200),
-        ("POST", CARDS, "catalog", 200),
+    assert [(e["host"], e["method"], e["path"], e["bucket"], e["status"]) for e in entries] == [
+        ("statistics-api", "GET", ORDERS, "orders", 200),
+        ("finance-api", "POST", DETAILED, "report", 200),
+        ("content-api", "POST", CARDS, "catalog", 200),
     ]
+    assert all(e["contractErrors"] == [] for e in entries)
     assert {(e["job"], e["run"]) for e in entries} == {("job-123", "2")}
     assert all(e["seller"] == "logged" for e in entries)
     assert [e["params"] for e in entries] == [
@@ -510,11 +642,11 @@ def test_cli_process_serves_the_same_data_as_the_same_seed_and_stops_on_sigterm(
         def answers() -> bool:
             assert proc.alive(), proc.log()
             try:
-                return control.get("/ping").status_code == 200
+                return control.get("/__sandbox/health").status_code == 200
             except httpx.HTTPError:
                 return False
 
-        wait_until(answers, timeout=15, what="the sandbox to answer /ping")
+        wait_until(answers, timeout=15, what="the sandbox to answer /__sandbox/health")
         assert f"listening on http://127.0.0.1:{port} (time scale 60.0" in proc.log()
         anchor = date.fromisoformat(control.get("/__sandbox/config").json()["anchor"])
 

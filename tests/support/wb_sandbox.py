@@ -6,7 +6,7 @@ import contextlib
 import json
 import ssl
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,12 +33,44 @@ class RunningSandbox:
     def __post_init__(self) -> None:
         self.control = http_client(self.url)
 
-    def client(self, seller: str | None = None, *, token: str | None = None, **headers: str) -> httpx.Client:
-        """A client speaking for ``seller`` (a JWT with that sid) or sending ``token`` as it is."""
-        auth = token if token is not None else make_token(seller) if seller is not None else None
+    def client(
+        self,
+        seller: str | None = None,
+        *,
+        token: str | None = None,
+        host: str | None = None,
+        categories: Iterable[str] | None = None,
+        **headers: str,
+    ) -> httpx.Client:
+        """A client speaking for ``seller`` (a JWT with that sid and ``categories``, None: all) or sending
+        ``token`` as it is; ``host`` (a WB host label) prefixes every path, as the WB client does."""
+        auth = (
+            token
+            if token is not None
+            else make_token(seller, categories=categories)
+            if seller is not None
+            else None
+        )
         if auth is not None:
             headers["Authorization"] = auth
-        return http_client(self.url, **headers)
+        return http_client(self.host_url(host) if host else self.url, **headers)
+
+    def host_url(self, host: str) -> str:
+        """The base URL standing in for WB's ``https://<host>.wildberries.ru``."""
+        return f"{self.url}/{host}"
+
+    def mint(
+        self, sid: str, *, categories: list[str] | None = None, expires_in_days: float | None = None
+    ) -> str:
+        """A token from ``POST /__sandbox/tokens``."""
+        request: dict[str, Any] = {"sid": sid}
+        if categories is not None:
+            request["categories"] = categories
+        if expires_in_days is not None:
+            request["expiresInDays"] = expires_in_days
+        response = self.control.post("/__sandbox/tokens", json=request)
+        response.raise_for_status()
+        return response.json()["token"]
 
     def log(self, seller: str | None = None) -> list[dict[str, Any]]:
         params = {"seller": seller} if seller is not None else {}

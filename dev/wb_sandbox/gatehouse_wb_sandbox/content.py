@@ -10,6 +10,7 @@ from gatehouse_wb_sandbox.calls import Call, Invalid, Reply, body_object, intege
 from gatehouse_wb_sandbox.data import MSK, Product, utc_time
 
 CARDS_MAX_LIMIT = 100
+CARDS_DEFAULT_LIMIT = 10
 
 
 def _card(seller: str, product: Product) -> dict[str, Any]:
@@ -68,7 +69,9 @@ def cards(call: Call) -> Reply:
     cursor, flt, sort = (settings.get(key) or {} for key in ("cursor", "filter", "sort"))
     if not all(isinstance(part, dict) for part in (cursor, flt, sort)):
         raise Invalid("settings: cursor, filter and sort must be objects")
-    limit = integer(cursor.get("limit"), "cursor.limit", low=1, high=CARDS_MAX_LIMIT)
+    limit = integer(
+        cursor.get("limit"), "cursor.limit", default=CARDS_DEFAULT_LIMIT, low=1, high=CARDS_MAX_LIMIT
+    )
     ascending = sort.get("ascending") is True
 
     def position(product: Product) -> tuple[datetime, int]:
@@ -81,15 +84,11 @@ def cards(call: Call) -> Reply:
         after = (moment(cursor["updatedAt"], "cursor.updatedAt"), integer(cursor["nmID"], "cursor.nmID"))
         chosen = [p for p in chosen if (position(p) > after if ascending else position(p) < after)]
     page = chosen[:limit]
-    last = page[-1] if page else None
+    if page:
+        position_out = {"updatedAt": utc_time(page[-1].updated_at), "nmID": page[-1].nm_id}
+    else:  # nothing after the cursor: it comes back as sent (without what was not sent)
+        position_out = {key: cursor[key] for key in ("updatedAt", "nmID") if cursor.get(key) is not None}
     return Reply(
         200,
-        {
-            "cards": [_card(call.seller, p) for p in page],
-            "cursor": {
-                "updatedAt": utc_time(last.updated_at) if last else cursor.get("updatedAt"),
-                "nmID": last.nm_id if last else cursor.get("nmID"),
-                "total": len(page),
-            },
-        },
+        {"cards": [_card(call.seller, p) for p in page], "cursor": {**position_out, "total": len(page)}},
     )

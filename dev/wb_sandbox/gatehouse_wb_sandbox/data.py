@@ -7,8 +7,10 @@ repeated. The anchor is "today" in Moscow time when the sandbox starts: the
 history covers the ``history_days`` complete days before it, so data does not
 move while a test (or a `make run` day) pages through it.
 
-Times in statistics and report rows are Moscow wall-clock time without an
-offset, as WB sends them.
+Times in statistics rows are Moscow wall-clock time without an offset, as WB
+sends them; the feeds' ``lastChangeDate`` is the 30-minute update run after a
+change, shared by every row that run changed. Report rows are camelCase with
+money as decimal strings (finance API).
 """
 
 from __future__ import annotations
@@ -122,11 +124,11 @@ class Campaign:
 @dataclass
 class Dataset:
     products: list[Product]
-    orders: list[dict[str, Any]]  # by lastChangeDate, which is unique per seller
+    orders: list[dict[str, Any]]  # by lastChangeDate (never decreasing; some rows share one)
     order_keys: list[datetime]
     sales: list[dict[str, Any]]
     sale_keys: list[datetime]
-    report: list[dict[str, Any]]  # by rrd_id; rr_dt never decreases along it
+    report: list[dict[str, Any]]  # by rrdId; rrDate never decreases along it
     report_ids: list[int]
     report_days: list[date]
     stocks: list[dict[str, Any]]
@@ -186,20 +188,28 @@ def _products(spec: DataSpec, seller: str) -> list[Product]:
     return products
 
 
-def _unique_keys(rows: list[dict[str, Any]], moments: list[datetime]) -> list[datetime]:
-    """Sort rows by lastChangeDate and make it strictly increasing (by whole seconds).
+UPDATE_MINUTES = 30  # WB's statistics: "data is updated once every 30 minutes"
 
-    Unique change times let ``dateFrom = last lastChangeDate`` page without
-    ever repeating more than the boundary row.
+
+def _change_keys(spec: DataSpec, rows: list[dict[str, Any]], moments: list[datetime]) -> list[datetime]:
+    """Sort rows by lastChangeDate and set it: the update run after each change.
+
+    Like WB's, the feeds are updated in runs (every 30 minutes; each run's
+    second is fixed by the seed), so every change of one run shares its
+    ``lastChangeDate``: ``dateFrom = last lastChangeDate`` returns all rows of
+    that run again. Never after the history's end.
     """
-    order = sorted(range(len(rows)), key=lambda i: (moments[i], rows[i]["srid"]))
-    keys: list[datetime] = []
-    for i in order:
-        moment = moments[i].replace(microsecond=0)
-        if keys and moment <= keys[-1]:
-            moment = keys[-1] + timedelta(seconds=1)
-        keys.append(moment)
+    last_key = spec.end - timedelta(seconds=1)
+    keys_of: list[datetime] = []
+    for moment in moments:
+        run = datetime.combine(moment.date(), time()) + timedelta(
+            minutes=-(-(moment.hour * 60 + moment.minute + 1) // UPDATE_MINUTES) * UPDATE_MINUTES
+        )
+        second = int(hashlib.sha256(f"{spec.seed}:{run.isoformat()}".encode()).hexdigest()[:4], 16) % 60
+        keys_of.append(min(run + timedelta(seconds=second), last_key))
+    order = sorted(range(len(rows)), key=lambda i: (keys_of[i], moments[i], rows[i]["srid"]))
     rows[:] = [rows[i] for i in order]
+    keys = [keys_of[i] for i in order]
     for row, key in zip(rows, keys, strict=True):
         row["lastChangeDate"] = wb_time(key)
     return keys
@@ -272,7 +282,7 @@ def _orders(spec: DataSpec, seller: str, products: list[Product]) -> tuple[list[
             rows.append(
                 {
                     "date": wb_time(placed),
-                    "lastChangeDate": "",  # set by _unique_keys
+                    "lastChangeDate": "",  # set by _change_keys
                     **_common(product, size, r.choice(WAREHOUSES), r.randrange(10_000_000, 30_000_000)),
                     "totalPrice": float(product.price),
                     "discountPercent": product.discount,
@@ -287,7 +297,7 @@ def _orders(spec: DataSpec, seller: str, products: list[Product]) -> tuple[list[
                 }
             )
             moments.append(changed)
-    return rows, _unique_keys(rows, moments)
+    return rows, _change_keys(spec, rows, moments)
 
 
 def _sales(spec: DataSpec, seller: str, orders: list[dict]) -> tuple[list[dict], list[datetime]]:
@@ -310,7 +320,7 @@ def _sales(spec: DataSpec, seller: str, orders: list[dict]) -> tuple[list[dict],
             rows.append(
                 {
                     "date": wb_time(moment),
-                    "lastChangeDate": "",  # set by _unique_keys
+                    "lastChangeDate": "",  # set by _change_keys
                     **{key: order[key] for key in COMMON_KEYS},
                     "totalPrice": order["totalPrice"],
                     "discountPercent": order["discountPercent"],
@@ -326,15 +336,38 @@ def _sales(spec: DataSpec, seller: str, orders: list[dict]) -> tuple[list[dict],
                 }
             )
             moments.append(moment + timedelta(seconds=r.randint(30, 3_600)))
-    return rows, _unique_keys(rows, moments)
+    return rows, _change_keys(spec, rows, moments)
+
+
+def money(value: float) -> str:
+    """A money amount as WB's finance API sends it: a decimal string, no trailing zeros ("1249", "399.68")."""
+    text = f"{round(value, 2):.2f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+@dataclass(frozen=True)
+class SellerProfile:
+    name: str
+    tin: str
+    trade_mark: str
+
+
+def seller_profile(spec: DataSpec, seller: str) -> SellerProfile:
+    """The seller's legal name, TIN (ИНН) and trade mark (GET /api/v1/seller-info, the report's partner)."""
+    r = rng(spec, seller, "profile")
+    tin = "".join(str(r.randrange(10)) for _ in range(12))
+    return SellerProfile(f"ИП Продавец {seller}", tin, r.choice(BRANDS))
 
 
 def _report(spec: DataSpec, seller: str, sales: list[dict], by_nm: dict[int, Product]) -> list[dict]:
-    """The realization report: a sale or return row plus a logistics row per sale row."""
+    """The realization report (finance API, camelCase): a sale or return row plus a logistics row per sale row.
+
+    Money is a decimal string where WB's schema says string; the amounts follow
+    from the sale (retail = its priceWithDisc, forPay = its forPay).
+    """
     r = rng(spec, seller, "report")
     report_base = r.randrange(100_000_000, 500_000_000)
-    supplier_id = r.randrange(100_000, 4_000_000)
-    inn = "".join(str(r.randrange(10)) for _ in range(10))
+    profile = seller_profile(spec, seller)
     entries = []
     for sale in sales:
         moment = datetime.fromisoformat(sale["date"])
@@ -351,65 +384,98 @@ def _report(spec: DataSpec, seller: str, sales: list[dict], by_nm: dict[int, Pro
         retail = abs(sale["priceWithDisc"]) if kind == 0 else 0.0
         for_pay = abs(sale["forPay"]) if kind == 0 else 0.0
         commission = round(retail - for_pay, 2)
+        commission_percent = round(commission / retail * 100, 2) if retail else 0.0
+        operation = ("Возврат" if is_return else "Продажа") if kind == 0 else "Логистика"
+        order_key = hashlib.sha256(f"{seller}/{sale['srid']}".encode()).hexdigest()
         rows.append(
             {
-                "realizationreport_id": report_base + monday.toordinal() // 7,
-                "date_from": monday.isoformat(),
-                "date_to": (monday + timedelta(days=6)).isoformat(),
-                "create_dt": (monday + timedelta(days=7)).isoformat(),
-                "currency_name": "RUB",
-                "suppliercontract_code": None,
-                "rrd_id": rrd_id,
-                "gi_id": sale["incomeID"],
-                "subject_name": product.subject,
-                "nm_id": product.nm_id,
-                "brand_name": product.brand,
-                "sa_name": product.vendor_code,
-                "ts_name": sale["techSize"],
-                "barcode": sale["barcode"],
-                "doc_type_name": ("Возврат" if is_return else "Продажа") if kind == 0 else "",
-                "supplier_oper_name": ("Возврат" if is_return else "Продажа") if kind == 0 else "Логистика",
+                "reportId": report_base + monday.toordinal() // 7,
+                "dateFrom": monday.isoformat(),
+                "dateTo": (monday + timedelta(days=6)).isoformat(),
+                "createDate": (monday + timedelta(days=7)).isoformat(),
+                "currency": "RUB",
+                "reportType": 1,
+                "rrdId": rrd_id,
+                "giId": sale["incomeID"],
+                "dlvPrc": 1.0,
+                "fixTariffDateFrom": monday.isoformat(),
+                "fixTariffDateTo": (monday + timedelta(days=6)).isoformat(),
+                "subjectName": product.subject,
+                "nmId": product.nm_id,
+                "brandName": product.brand,
+                "vendorCode": product.vendor_code,
+                "title": product.title,
+                "techSize": sale["techSize"],
+                "sku": sale["barcode"],
+                "docTypeName": operation if kind == 0 else "",
                 "quantity": 1 if kind == 0 else 0,
-                "retail_price": sale["totalPrice"],
-                "retail_amount": retail,
-                "sale_percent": sale["discountPercent"],
-                "commission_percent": round(commission / retail * 100, 2) if retail else 0.0,
-                "office_name": sale["warehouseName"],
-                "order_dt": f"{wb_time(moment - timedelta(days=2))}Z",
-                "sale_dt": f"{wb_time(moment)}Z",
-                "rr_dt": moment.date().isoformat(),
-                "shk_id": r.randrange(10**10, 10**11),
-                "retail_price_withdisc_rub": retail,
-                "delivery_amount": 1 if kind == 1 and not is_return else 0,
-                "return_amount": 1 if kind == 1 and is_return else 0,
-                "delivery_rub": float(r.randrange(40, 150)) if kind == 1 else 0.0,
-                "gi_box_type_name": "Короба",
-                "product_discount_for_report": sale["discountPercent"],
-                "supplier_promo": 0,
-                "ppvz_spp_prc": sale["spp"],
-                "ppvz_kvw_prc_base": round(commission / retail * 100, 2) if retail else 0.0,
-                "ppvz_kvw_prc": round(commission / retail * 100, 2) if retail else 0.0,
-                "ppvz_sales_commission": commission,
-                "ppvz_for_pay": for_pay,
-                "ppvz_reward": 0.0,
-                "acquiring_fee": round(retail * 0.015, 2),
-                "acquiring_bank": "Тинькофф",
-                "ppvz_vw": commission,
-                "ppvz_vw_nds": round(commission * 0.2, 2),
-                "ppvz_supplier_id": supplier_id,
-                "ppvz_supplier_name": f"ИП Продавец {seller}",
-                "ppvz_inn": inn,
-                "declaration_number": "",
-                "sticker_id": sale["sticker"],
-                "site_country": "Россия",
-                "penalty": 0.0,
-                "additional_payment": 0.0,
-                "rebill_logistic_cost": 0.0,
-                "storage_fee": 0.0,
-                "deduction": 0.0,
-                "acceptance": 0.0,
+                "retailPrice": money(sale["totalPrice"]),
+                "retailAmount": money(retail),
+                "salePercent": sale["discountPercent"],
+                "commissionPercent": commission_percent,
+                "officeName": sale["warehouseName"],
+                "sellerOperName": operation,
+                "orderDt": f"{wb_time(moment - timedelta(days=2))}Z",
+                "saleDt": f"{wb_time(moment)}Z",
+                "rrDate": moment.date().isoformat(),
+                "shkId": r.randrange(10**10, 10**11),
+                "retailPriceWithDisc": money(retail),
+                "deliveryAmount": 1 if kind == 1 and not is_return else 0,
+                "returnAmount": 1 if kind == 1 and is_return else 0,
+                "deliveryService": money(r.randrange(40, 150)) if kind == 1 else "0",
+                "giBoxTypeName": "Короба",
+                "productDiscountForReport": sale["discountPercent"],
+                "sellerPromo": "0",
+                "spp": sale["spp"],
+                "kvwBase": commission_percent,
+                "kvw": commission_percent,
+                "supRatingUp": 0,
+                "isKgvpV2": 0,
+                "ppvzSalesCommission": money(commission),
+                "forPay": money(for_pay),
+                "ppvzReward": "0",
+                "acquiringFee": money(retail * 0.015),
+                "acquiringPercent": 1.5 if retail else 0,
+                "paymentProcessing": "Комиссия за организацию платежа с НДС" if retail else "",
+                "acquiringBank": "Тинькофф",
+                "vw": money(commission),
+                "vwNds": money(commission * 0.2),
+                "ppvzOfficeName": "",
+                "ppvzOfficeId": 0,
+                "ppvzSupplierName": profile.name,
+                "ppvzSupplierInn": profile.tin,
+                "declarationNumber": "",
+                "stickerId": sale["sticker"],
+                "country": "Россия",
+                "srvDbs": False,
+                "penalty": "0",
+                "additionalPayment": "0",
+                "rebillLogisticCost": "0",
+                "paidStorage": "0",
+                "deduction": "0",
+                "paidAcceptance": "0",
+                "orderId": int(order_key[:12], 16) % 10**10,
+                "isB2b": False,
+                "trbxId": "",
+                "installmentCofinancingAmount": "0",
+                "wibesDiscountPercent": 0,
+                "cashbackAmount": "0",
+                "cashbackDiscount": "0",
+                "cashbackCommissionChange": "0",
+                "paymentSchedule": "0",
+                "deliveryMethod": "FBO",
+                "sellerPromoId": 0,
+                "sellerPromoDiscount": 0,
+                "loyaltyId": 0,
+                "loyaltyDiscount": 0,
+                "uuidPromocode": "",
+                "salePricePromocodeDiscountPrc": 0,
+                "articleSubstitution": "",
+                "salePriceAffiliatedDiscountPrc": 0,
+                "salePriceWholesaleDiscountPrc": 0,
+                "b2bCustomerTin": "",
+                "orderUid": f"id{order_key[12:44]}",
                 "srid": sale["srid"],
-                "report_type": 1,
             }
         )
     return rows
@@ -498,8 +564,8 @@ def dataset(spec: DataSpec, seller: str) -> Dataset:
         sales=sales,
         sale_keys=sale_keys,
         report=report,
-        report_ids=[row["rrd_id"] for row in report],
-        report_days=[date.fromisoformat(row["rr_dt"]) for row in report],
+        report_ids=[row["rrdId"] for row in report],
+        report_days=[date.fromisoformat(row["rrDate"]) for row in report],
         stocks=_stocks(spec, seller, products),
         campaigns=_campaigns(spec, seller, products),
         by_nm=by_nm,
@@ -509,8 +575,8 @@ def dataset(spec: DataSpec, seller: str) -> Dataset:
 def changed_since(rows: list[dict], keys: list[datetime], since: datetime, limit: int) -> list[dict]:
     """Statistics paging: rows with lastChangeDate >= ``since``, at most ``limit``; [] when none is newer.
 
-    ``>=`` repeats the boundary row of the previous page (the client dedups it
-    by its natural key); once nothing is strictly newer the answer is ``[]``.
+    ``>=`` repeats the previous page's rows of its last second (the client dedups
+    them by their natural key); once nothing is strictly newer the answer is ``[]``.
     """
     if bisect_right(keys, since) == len(keys):
         return []
@@ -519,7 +585,7 @@ def changed_since(rows: list[dict], keys: list[datetime], since: datetime, limit
 
 
 def report_page(data: Dataset, first: date, last: date, after_rrd_id: int, limit: int) -> list[dict]:
-    """Report rows with rr_dt in [first, last] and rrd_id > ``after_rrd_id``, ascending."""
+    """Report rows with rrDate in [first, last] and rrdId > ``after_rrd_id``, ascending."""
     lo, hi = bisect_left(data.report_days, first), bisect_right(data.report_days, last)
     start = max(lo, bisect_right(data.report_ids, after_rrd_id, lo, hi))
     return data.report[start : min(hi, start + limit)]

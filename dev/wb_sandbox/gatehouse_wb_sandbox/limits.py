@@ -6,7 +6,8 @@ WB client keeps to them, so the two cannot drift apart.
 
 A WB bucket holds ``burst`` tokens and refills one token every
 ``period_ms / limit`` milliseconds; every call takes one token. Buckets are
-per seller account (all tokens of a seller share them) and per bucket name.
+per seller account (all tokens of a seller share them) and per bucket name
+(``/ping``, which WB limits per host, has a bucket per host).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ def statistics_400(detail: str, request_id: str) -> dict[str, Any]:
     return {"errors": [detail]}  # statistics' legacy shape
 
 
-def finance_400(detail: str, request_id: str) -> dict[str, Any]:
+def finance_400(detail: str, request_id: str) -> dict[str, Any]:  # sent as problem+json
     return {
         "status": 400,
         "title": "Bad Request",

@@ -113,6 +113,7 @@ def fullstats(call: Call) -> Reply:
                 {
                     "advertId": campaign.advert_id,
                     **_with_rates(campaign_totals),
+                    "currency": "RUB",
                     "days": days,
                     "boosterStats": [],
                 }

@@ -1,10 +1,13 @@
 """gatehouse-wb-sandbox: a local stand-in for the Wildberries seller API.
 
-Serves the WB endpoints our jobs call on one port, with deterministic data per
-seller (the token's ``sid``), WB's per-seller rate limits, fault switches and a
-request log under ``/__sandbox/``. Standard library plus the domain package
-(settings, WB's limit table). Development and tests only: it is in neither
-Gatehouse image (compose and the dev overlay run dev/wb_sandbox/Dockerfile).
+Serves the WB endpoints our jobs call on one port, every WB host behind a path
+prefix (``/finance-api/...``) or none, with deterministic data per seller (the
+token's ``sid``), WB's per-seller rate limits, fault switches and a request log
+under ``/__sandbox/``. Its answers and the requests it accepts follow WB's
+OpenAPI YAML (``openapi/``), checked at start. Standard library, openapi-core
+and the domain package (settings, WB's limit table). Development and tests
+only: it is in neither Gatehouse image (compose and the dev overlay run
+dev/wb_sandbox/Dockerfile).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from gatehouse.entrypoint import settings_or_exit
-from gatehouse_wb_sandbox import control, gateway, problems
+from gatehouse_wb_sandbox import control, gateway, problems, selfcheck
 from gatehouse_wb_sandbox.calls import Reply
 from gatehouse_wb_sandbox.state import Sandbox, SandboxConfig
 
@@ -79,6 +82,7 @@ class Handler(BaseHTTPRequestHandler):
                     self.headers.get("Authorization"),
                     self.headers.get("X-Gatehouse-Job"),
                     self.headers.get("X-Gatehouse-Run"),
+                    self.headers.get("Content-Type"),
                 )
                 reply = gateway.handle(sandbox, request)
         except Exception:
@@ -103,8 +107,10 @@ def serve(bind: str, config: SandboxConfig | None = None) -> SandboxServer:
 
     ``bind`` is ``host:port`` (port 0 picks a free one) or, as gunicorn's, ``fd://N``:
     a listening socket it inherits (`make run` binds its ports itself, so they are its children's).
+    Raises ``selfcheck.ContractError`` (a ValueError) when a route's sample answer breaks WB's YAML.
     """
     sandbox = Sandbox(config or SandboxConfig())
+    selfcheck.verify(sandbox)
     if bind.startswith("fd://"):
         inherited = socket.socket(fileno=int(bind.removeprefix("fd://")))
         server = SandboxServer(inherited.getsockname()[:2], sandbox, bind_and_activate=False)
@@ -158,7 +164,7 @@ def main() -> None:
     )
     try:
         server = serve(args.bind, config)
-    except (OSError, ValueError) as exc:  # busy port, bad limits file or flag values
+    except (OSError, ValueError) as exc:  # busy port, bad limits file or flag values, a broken answer
         sys.exit(f"gatehouse-wb-sandbox: {exc}")
     stopper = threading.Thread(target=server.shutdown)  # shutdown() blocks: not from the signal handler
 

@@ -1,14 +1,13 @@
-"""Statistics feeds (orders, sales) and the realization report (finance and legacy).
+"""Statistics feeds (orders, sales; statistics-api) and the realization report (finance-api).
 
 Orders and sales page by ``lastChangeDate`` (``dateFrom`` = the last row's
-value; ``[]`` = done), the report by ``rrd_id`` (``rrdId``/``rrdid`` = the last
-row's; 204 = done).
+value, ``>=``: that second's rows come again; ``[]`` = done), the report by
+the body's ``rrdId`` (the last row's; 204 = done).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from gatehouse_wb_sandbox.calls import Call, Invalid, Reply, body_object, integer, moment
 from gatehouse_wb_sandbox.data import changed_since, report_page
@@ -35,27 +34,17 @@ def sales(call: Call) -> Reply:
     return _statistics(call, call.data.sales, call.data.sale_keys)
 
 
-def _report(call: Call, first: Any, last: Any, rrd_id: Any, limit: Any, rrd_name: str) -> Reply:
-    first_day, last_day = moment(first, "dateFrom").date(), moment(last, "dateTo").date()
+def report_detailed(call: Call) -> Reply:
+    body = body_object(call)
+    first_day = moment(body.get("dateFrom"), "dateFrom").date()
+    last_day = moment(body.get("dateTo"), "dateTo").date()
     if first_day > last_day:
         raise Invalid("dateFrom: must not be after dateTo")
     rows = report_page(
         call.data,
         first_day,
         last_day,
-        integer(rrd_id, rrd_name, default=0),
-        integer(limit, "limit", default=REPORT_MAX_LIMIT, low=1, high=REPORT_MAX_LIMIT),
+        integer(body.get("rrdId"), "rrdId", default=0),
+        integer(body.get("limit"), "limit", default=REPORT_MAX_LIMIT, low=1, high=REPORT_MAX_LIMIT),
     )
     return Reply(200, rows) if rows else Reply(204)
-
-
-def report_detailed(call: Call) -> Reply:
-    body = body_object(call)
-    return _report(
-        call, body.get("dateFrom"), body.get("dateTo"), body.get("rrdId"), body.get("limit"), "rrdId"
-    )
-
-
-def report_legacy(call: Call) -> Reply:
-    q = call.query
-    return _report(call, q.get("dateFrom"), q.get("dateTo"), q.get("rrdid"), q.get("limit"), "rrdid")
