@@ -46,6 +46,7 @@ _base = Settings()
 STORES = SessionStores.from_settings(_base.database_url, _base.redis_url)
 
 # Timings for tests: the production rules at millisecond scale.
+NO_WB = "http://127.0.0.1:9"  # the discard port: connection refused
 FAST = dict(
     job_lease_ms=3_000,
     job_heartbeat_ms=500,
@@ -56,6 +57,9 @@ FAST = dict(
     worker_quiet_poll_ms=20,
     broker_heartbeat_timeout_ms=3_000,
     broker_maintenance_chance=100_000,
+    # No test ever reaches the real WB: a process that calls WB without a sandbox (a new account's
+    # account-verify job) meets a loopback port nobody listens on, and fails there.
+    wb_api_base_url=NO_WB,
 )
 ADMIN_TOKEN = "test-admin-token-0123456789abcdef"  # ADMIN_TOKEN_MIN (32) characters or more
 CONSOLE_SECRET = "test-console-secret"

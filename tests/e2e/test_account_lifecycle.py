@@ -4,6 +4,7 @@ token rotated, an account switched off — with the real API, worker, WB sandbox
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime
 
 import httpx
@@ -47,11 +48,21 @@ def run_the_lifecycle(url: str, gh, sql, receiver: Receiver) -> None:
         body = {"name": seller, "wbToken": make_token(seller, **claims)}
         return httpx.post(f"{url}/v1/accounts", json=body, headers=ADMIN).json()["accountId"]
 
-    rejected, fine, off = create("seller-expired", exp=1), create("seller-fine"), create("seller-off")
+    # An expired token is refused up front (422): this one expires once its account has been checked
+    expires = int(time.time()) + 3
+    rejected, fine, off = create("seller-expired", exp=expires), create("seller-fine"), create("seller-off")
     endpoint = {"url": receiver.url, "eventTypes": ["wb.account.token_invalid"]}
     assert httpx.post(f"{url}/v1/admin/webhooks/endpoints", json=endpoint, headers=ADMIN).status_code == 201
+    wait_until(
+        lambda: (
+            sql("SELECT count(*) FROM jobs WHERE type = 'account-verify' AND state = 'completed'")[0][0] == 3
+        ),
+        timeout=30,
+        what="the three tokens' checks",
+    )
+    wait_until(lambda: time.time() > expires, timeout=10, what="the token to expire")
 
-    # When the rejected seller's user sync runs: WB answers 401
+    # When the rejected seller's user sync runs: WB answers 401 (token expired)
     job_id = httpx.post(f"{url}/v1/accounts/{rejected}/inventory/sync", headers=ADMIN).json()["jobId"]
     status = wait_until(
         lambda: (s := httpx.get(f"{url}/v1/jobs/{job_id}", headers=ADMIN).json())["state"] == "failed" and s,

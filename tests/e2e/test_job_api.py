@@ -53,10 +53,14 @@ def test_50_concurrent_identical_posts_make_one_job_and_one_message(processes, g
     bodies = [r.json() for r in responses]
     assert len({b["jobId"] for b in bodies}) == 1
     assert sorted(b["alreadyRunning"] for b in bodies) == [False] + [True] * 49
-    assert sql("SELECT count(*) FROM jobs WHERE account_id = :a", a=uuid.UUID(account))[0][0] == 1
-    # … and exactly one message was enqueued
-    assert gh.redis.llen("gatehouse:wb-user") == 1
-    assert gh.redis.hlen("gatehouse:wb-user.msgs") == 1
+    imports = "SELECT id FROM jobs WHERE account_id = :a AND type = 'import-user-feeds'"
+    assert [str(r.id) for r in sql(imports, a=uuid.UUID(account))] == [bodies[0]["jobId"]]
+    # … and exactly one message was enqueued for it (beside the account's token check's)
+    verify = sql(
+        "SELECT id FROM jobs WHERE account_id = :a AND type = 'account-verify'", a=uuid.UUID(account)
+    )
+    assert gh.dispatcher.queued_job_ids({"wb-user"}) == {bodies[0]["jobId"], str(verify[0].id)}
+    assert gh.redis.llen("gatehouse:wb-user") == gh.redis.hlen("gatehouse:wb-user.msgs") == 2
 
 
 def test_a_poller_sees_the_retry_ladder_then_the_failure(processes, gh, settings):

@@ -113,7 +113,8 @@ def test_make_run_starts_everything_on_embedded_servers_and_finds_its_data_again
                 ).fetchall()
             return len(rows) == 2 and all(state == "completed" for (state,) in rows)
 
-        wait_until(finished, timeout=60, what="the import and the ads sync to complete")
+        # WB's real limits: the sales feed's second call waits a minute (burst 1), plus our headroom.
+        wait_until(finished, timeout=180, what="the import and the ads sync to complete")
         # … and in which something is stored
         account = uuid.uuid4()
         with psycopg.connect(seen["DATABASE_URL"], autocommit=True) as conn:

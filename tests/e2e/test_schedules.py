@@ -99,6 +99,7 @@ def test_admin_lists_schedules_and_fires_a_tick_through_the_same_fan_out(process
     )  # fmt: skip
     by_name = {i["name"]: i for i in listed}
     assert set(by_name) == {
+        "token-expiry",
         "digitization-incremental",
         "digitization-backfill",
         "rnp-ads",

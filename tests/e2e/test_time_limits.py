@@ -23,7 +23,9 @@ from tests.support.trickle import trickling
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 GATE_ENV = {"GATE_LEASE_MS": "2000", "GATE_HEARTBEAT_MS": "300", "GATE_POLL_DELAY_MS": "500"}
 PERIOD = {"dateFrom": "2026-09-01", "dateTo": "2026-09-02"}
-FEEDS = "/api/v1/supplier/"  # the orders and sales feeds: the paths the stand-ins hold up
+# The orders and sales feeds on their host (WB_API_BASE_URL + /statistics-api): the paths the stand-ins
+# hold up; any other call (a new account's token check) gets 204 at once.
+FEEDS = "/statistics-api/api/v1/supplier/"
 SLACK_S = 2.0  # a worker's poll, the keeper's tick, the stand-in noticing the hang-up, a loaded machine
 
 

@@ -13,6 +13,7 @@ import re
 import uuid
 
 from gatehouse.jobs import message_of
+from tests.support.accounts import bare_account
 from tests.support.probe import GATED_USER_A, GATED_USER_B, RUNS_KEY
 from tests.support.probe_client import submit_probes
 from tests.support.processes import wait_until
@@ -32,7 +33,7 @@ def gate_traffic(processes, gh, *worker_args: str):
         "worker", "gatehouse-worker", "--processes", "1", "--threads", "4", *worker_args,
         env={**GATE_ENV, "LOG_LEVEL": "INFO"},
     )  # fmt: skip
-    acc = gh.account_handlers.create_account(f"acc-{uuid.uuid4().hex[:6]}", "token").id
+    acc = bare_account(gh, f"acc-{uuid.uuid4().hex[:6]}")  # no WB behind this worker: no token check
 
     # Given one job holding its account's gate long enough for another to park behind it more than once
     holder = gh.job_handlers.submit(GATED_USER_A, account_id=acc, payload={"seconds": 1.2})[0].id

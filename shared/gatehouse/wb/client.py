@@ -55,7 +55,9 @@ CARDS = Endpoint("content", "POST", "/content/v2/get/cards/list", "catalog")
 SELLER_INFO = Endpoint("common", "GET", "/api/v1/seller-info", "seller_info")
 # /ping answers on every host: is the token valid, and does it carry that host's category.
 # WB limits it per host (3 per 30 s) and blocks it when it is called on a timer: account-verify only.
-PING = {service: Endpoint(service, "GET", "/ping", f"ping:{label}") for service, label in HOST_LABELS.items()}
+PING = {service: Endpoint(service, "GET", "/ping", f"ping:{HOST_LABELS[service]}") for service in CATEGORY_OF}
+# Every call the client can make (tests/contract holds each to WB's OpenAPI).
+ENDPOINTS = (ORDERS, SALES, REPORT, ADVERTS, FULLSTATS, STOCKS, CARDS, SELLER_INFO, *PING.values())
 
 
 def ping_of(category: Category) -> Endpoint:

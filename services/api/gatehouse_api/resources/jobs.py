@@ -104,7 +104,8 @@ class JobViews:
         return self.token_warning_of(self.accounts.get(job.account_id).token_expires_at, datetime.now(UTC))
 
     def token_warning_of(self, expires: datetime | None, now: datetime) -> str | None:
-        if expires is None or expires - now > self.expiry_warning:
+        """Until the token expires: once it has, WB's 401 says so (tokenInvalid)."""
+        if expires is None or not now < expires <= now + self.expiry_warning:
             return None
         return progress.expiry_warning(expires, now)
 
