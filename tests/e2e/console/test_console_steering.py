@@ -139,8 +139,8 @@ def test_pause_an_account_cancel_all_matching_cancel_a_running_import_and_search
     expect(page.locator("[data-state]")).to_have_text("failed", timeout=15_000)
     assert gh.jobs.get(uuid.UUID(running)).error["code"] == "cancelled"
 
-    # The search by a part of its account's name (any case) finds the import alone
-    page = console.open("/console/jobs")
+    # The search by a part of its account's name (any case), of the imports, finds this one alone
+    page = console.open("/console/jobs?type=import-user-feeds")
     page.locator("#f-q").fill("SHO")
     page.get_by_role("button", name="Filter").click()
     expect(page.locator("#jobs tr[data-job]")).to_have_count(1)
