@@ -106,8 +106,7 @@ class Statements:
         self._pool: ConnectionPool | None = None
         self._lock = threading.Lock()
 
-    @contextlib.contextmanager
-    def cursor(self, row: Callable[..., T]) -> Iterator[Cursor[T]]:
+    def _opened(self) -> ConnectionPool:
         pool = self._pool
         if pool is None:
             with self._lock:
@@ -115,7 +114,11 @@ class Statements:
                     self._pool = self._make_pool()
                     self._pool.open()
                 pool = self._pool
-        with pool.connection() as conn, conn.cursor(row_factory=class_row(row)) as cur:
+        return pool
+
+    @contextlib.contextmanager
+    def cursor(self, row: Callable[..., T]) -> Iterator[Cursor[T]]:
+        with self._opened().connection() as conn, conn.cursor(row_factory=class_row(row)) as cur:
             yield cur
 
     def one(self, sql: str, params: dict[str, Any], row: Callable[..., T]) -> T | None:
@@ -125,6 +128,11 @@ class Statements:
     def all(self, sql: str, params: dict[str, Any], row: Callable[..., T]) -> list[T]:
         with self.cursor(row) as cur:
             return cur.execute(sql, params).fetchall()
+
+    def run(self, sql: str, params: dict[str, Any]) -> int:
+        """A statement that returns no rows (a write); how many rows it touched."""
+        with self._opened().connection() as conn, conn.cursor() as cur:
+            return cur.execute(sql, params).rowcount
 
     def close(self) -> None:
         with self._lock:

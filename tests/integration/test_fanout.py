@@ -171,7 +171,7 @@ def test_a_tick_over_accounts_with_live_jobs_creates_none_for_them(gh, sql):
 
 def test_an_upsert_over_unchanged_rows_writes_nothing_and_a_changed_row_alone_moves(gh, sql):
     [account] = [gh.account_handlers.create_account("shop", "s").id]
-    data = WbData(gh.engine)
+    data = WbData(gh.statements)
     campaigns = [{"id": n, "name": f"campaign {n}", "status": 9} for n in range(1, 6)]
     data.upsert(tables.CAMPAIGNS, account, campaigns)
     before = {

@@ -6,7 +6,9 @@ for minutes (the whole trickled answer) without a deadline over the exchange.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from email.message import EmailMessage
 
 import httpx
@@ -23,8 +25,13 @@ from tests.support.trickle import trickling
 SLACK_S = 0.6  # the server notices a hang-up at its next byte (0.1 s) + scheduling
 
 
-def wb_client(url: str, deadline_ms: int, timeout_ms: int = 30_000) -> wb.WbClient:
-    return wb.WbClient(lambda service: url, "token", timeout_ms=timeout_ms, deadline_ms=deadline_ms)
+@contextlib.contextmanager
+def wb_client(url: str, deadline_ms: int, timeout_ms: int = 30_000) -> Iterator[wb.WbClient]:
+    http = wb.WbHttp(timeout_ms=timeout_ms)
+    try:
+        yield wb.WbClient(http, lambda service: url, "token", deadline_ms=deadline_ms)
+    finally:
+        http.close()
 
 
 def test_a_wb_answer_that_trickles_is_cut_at_the_call_deadline():

@@ -28,7 +28,7 @@ from gatehouse.job_types import JobType
 from gatehouse.jobs import Claim, JobStore
 from gatehouse.progress import RATE_LIMITED, WAITING_ACCOUNT
 from gatehouse.uow import Tx
-from gatehouse.wb.client import WbClient
+from gatehouse.wb.client import WbClient, WbHttp
 from gatehouse.wb.limits import Limit
 
 
@@ -37,7 +37,7 @@ class WbAccess:
     """What a WB-heavy job needs to call WB for its account: the token, the account's buckets, the limits."""
 
     host: Callable[[str], str]  # a WB service's base URL (Settings.wb_host)
-    timeout_ms: int  # WB_TIMEOUT_MS: each socket wait of a call
+    http: WbHttp  # the process's pooled client (each socket wait bounded by WB_TIMEOUT_MS)
     accounts: Accounts
     buckets: RedisTokenBucket
     limits: dict[str, Limit]
@@ -80,9 +80,9 @@ class JobContext:
         access = self.wb_access
         self.wb_token = access.accounts.wb_token(self.job.account_id)
         return WbClient(
+            access.http,
             access.host,
             self.wb_token,
-            timeout_ms=access.timeout_ms,
             deadline_ms=access.call_deadline_ms,
             job_id=str(self.job.id),
             run=self.claim.claims,

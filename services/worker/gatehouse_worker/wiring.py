@@ -27,6 +27,7 @@ from gatehouse.composition import Components, bootstrap
 from gatehouse.schedules import FANOUT_QUEUE, schedules
 from gatehouse.settings import Settings
 from gatehouse.sweeps import SWEEPS
+from gatehouse.wb.client import WbHttp
 from gatehouse.wb.tables import WbData
 from gatehouse.workers import process_name
 from gatehouse_worker import runtime
@@ -87,7 +88,7 @@ def job_runtime(c: Components) -> JobRuntime:
         leases=leases,
         wb_access=WbAccess(
             s.wb_host,
-            s.wb_timeout_ms,
+            WbHttp(timeout_ms=s.wb_timeout_ms),
             c.accounts,
             c.buckets,
             c.wb_limits,
@@ -138,7 +139,7 @@ def body_collaborators(c: Components) -> dict[str, Any]:
         "notifications": c.notifications,
         "smtp": SmtpConfig(s.smtp_url, s.mail_from, s.smtp_timeout_ms),
         "public_url": s.public_url,  # notification e-mails link to PUBLIC_URL + a console path
-        "data": WbData(c.engine),
+        "data": WbData(c.statements),
         "report_page_rows": s.wb_report_page_rows,
         "redis": c.redis,
         "fan_outs": c.fan_out_handlers,

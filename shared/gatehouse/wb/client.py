@@ -1,6 +1,7 @@
 """The one Wildberries client (httpx): endpoints, headers, and what each answer means.
 
-Every call goes through ``call``: a ``before_call(bucket)`` hook runs first
+Every call goes through ``call``, over the process's one pooled client (``WbHttp``): a
+``before_call(bucket)`` hook runs first
 (the job's lease check and the per-account token bucket), then the request;
 the answer becomes data or one of gatehouse.wb.errors. A 429's
 ``X-Ratelimit-Retry`` is parsed into ``WbRateLimited.retry_after_s``. Each
@@ -13,6 +14,8 @@ With traces on, a call is a span (its bucket, status and WB's retry-after).
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -71,39 +74,68 @@ JOB_HEADER = "X-Gatehouse-Job"  # lets the sandbox (and WB support) tie calls to
 RUN_HEADER = "X-Gatehouse-Run"  # ...and to one run (claim) of it: a retry or resume is another run
 
 
+class WbHttp:
+    """The one pooled HTTP client of a process for every WB call of its threads.
+
+    Building an ``httpx.Client`` builds an SSL context and loads the CA store (16–18 ms of CPU,
+    half a WB job's) and a new client opens new TCP and TLS connections: so a process keeps one,
+    with keep-alive connections per WB host, and each call sends its own token and job headers.
+    It is made on first use and again in a forked child (a child never shares its parent's
+    sockets). httpx's client is safe to share between threads.
+    """
+
+    def __init__(self, *, timeout_ms: int, transport: httpx.BaseTransport | None = None) -> None:
+        self.timeout_s = timeout_ms / 1000
+        self.transport = transport
+        self._lock = threading.Lock()
+        self._client: httpx.Client | None = None
+        self._pid = 0
+
+    def client(self) -> httpx.Client:
+        if self._client is None or self._pid != os.getpid():
+            with self._lock:
+                if self._client is None or self._pid != os.getpid():
+                    self._client = deadlines.client(
+                        httpx.Client(
+                            headers={"Accept": "application/json"},
+                            timeout=self.timeout_s,
+                            transport=self.transport,
+                        )
+                    )
+                    self._pid = os.getpid()
+        return self._client
+
+    def close(self) -> None:
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None and self._pid == os.getpid():
+            client.close()
+
+
 class WbClient:
+    """One job run's WB calls: its account's token, its job and run headers, its lease and bucket
+    check before each call (``before_call``), over the process's pooled ``WbHttp``."""
+
     def __init__(
         self,
+        http: WbHttp,
         host: Callable[[str], str],
         token: str,
         *,
-        timeout_ms: int,
         deadline_ms: int,
         job_id: str | None = None,
         run: int | None = None,
         before_call: Callable[[str], None] | None = None,
-        transport: httpx.BaseTransport | None = None,
     ) -> None:
+        self.pool = http
         self.host = host  # a WB service's base URL (Settings.wb_host)
         self.deadline_s = deadline_ms / 1000
         self.before_call = before_call or (lambda bucket: None)
-        headers = {"Authorization": token, "Accept": "application/json"}
+        self.headers = {"Authorization": token}
         if job_id:
-            headers[JOB_HEADER] = job_id
+            self.headers[JOB_HEADER] = job_id
         if run is not None:
-            headers[RUN_HEADER] = str(run)
-        self.http = deadlines.client(
-            httpx.Client(headers=headers, timeout=timeout_ms / 1000, transport=transport)
-        )
-
-    def close(self) -> None:
-        self.http.close()
-
-    def __enter__(self) -> WbClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+            self.headers[RUN_HEADER] = str(run)
 
     def call(self, endpoint: Endpoint, *, params: dict | None = None, body: dict | None = None) -> Any:
         """The decoded JSON answer, or None for 204 No Content."""
@@ -115,7 +147,9 @@ class WbClient:
         url = self.host(endpoint.service) + endpoint.path
         try:
             with deadlines.within(self.deadline_s):
-                response = self.http.request(endpoint.method, url, params=params, json=body)
+                response = self.pool.client().request(
+                    endpoint.method, url, params=params, json=body, headers=self.headers
+                )
         except httpx.TimeoutException as exc:
             metrics.WB_CALLS.labels(bucket=endpoint.bucket, status="error").inc()
             raise WbTimeout(f"WB did not answer {endpoint.path} in time ({type(exc).__name__})") from None

@@ -9,14 +9,17 @@ keeps WB's record as ``data`` (JSONB) next to the columns we query by.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Date, DateTime, Engine, text, tuple_
+from psycopg.types.json import Jsonb
+from sqlalchemy import BigInteger, Column, Date, DateTime, text
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlmodel import Field, SQLModel
+
+from gatehouse.db import Statements
 
 
 def _account() -> Any:
@@ -102,66 +105,97 @@ class WbFeedCursor(SQLModel, table=True):
     updated_at: datetime = _imported()
 
 
-# How each WB record maps to its table's key columns.
-Keys = Callable[[dict[str, Any]], dict[str, Any]]
-ORDERS: tuple[type[SQLModel], Keys] = (
-    WbOrder,
-    lambda r: {"srid": r["srid"], "last_change_date": r["lastChangeDate"]},
+@dataclass(frozen=True)
+class Dataset:
+    """How a WB record lands in its table: each column an SQL expression over ``r``, the record as
+    jsonb; the key columns (after account_id) are the table's primary key. ``data`` is what is
+    stored whole (the record itself unless said). ``natural``: the record's field a feed's pages
+    repeat it by (the boundary rows of ``>= dateFrom``)."""
+
+    table: str
+    keys: dict[str, str]
+    others: dict[str, str] = field(default_factory=dict)
+    data: str = "r"
+    natural: str | None = None
+
+    @property
+    def sql(self) -> str:
+        """One statement a page: the rows travel as one jsonb parameter, so nothing is compiled per
+        page and the server prepares it after its first uses. A page may repeat a key (WB pages by
+        ``>= cursor``): its last version wins. Only a row whose values changed is written (and
+        stamped): a sync over unchanged data writes nothing, no dead tuple, no WAL."""
+        keys, others = list(self.keys), list(self.others)
+        exprs = [*self.keys.values(), *self.others.values()]
+        changed = [*others, "data"]
+        return (
+            f"INSERT INTO {self.table} (account_id, {', '.join([*keys, *others])}, data) "
+            f"SELECT DISTINCT ON ({', '.join(self.keys.values())}) %(account)s, {', '.join(exprs)}, {self.data} "
+            "FROM jsonb_array_elements(%(rows)s) WITH ORDINALITY AS page(r, n) "
+            f"ORDER BY {', '.join(self.keys.values())}, n DESC "
+            f"ON CONFLICT (account_id, {', '.join(keys)}) DO UPDATE SET "
+            + ", ".join(f"{c} = EXCLUDED.{c}" for c in changed)
+            + ", imported_at = now() "
+            f"WHERE ({', '.join(f'{self.table}.{c}' for c in changed)}) "
+            f"IS DISTINCT FROM ({', '.join(f'EXCLUDED.{c}' for c in changed)})"
+        )
+
+
+def _text(name: str) -> str:
+    return f"r->>'{name}'"
+
+
+def _bigint(name: str) -> str:
+    return f"(r->>'{name}')::bigint"
+
+
+ORDERS = Dataset(
+    "wb_orders", {"srid": _text("srid")}, {"last_change_date": _text("lastChangeDate")}, natural="srid"
 )
-SALES: tuple[type[SQLModel], Keys] = (
-    WbSale,
-    lambda r: {"sale_id": r["saleID"], "last_change_date": r["lastChangeDate"]},
+SALES = Dataset(
+    "wb_sales", {"sale_id": _text("saleID")}, {"last_change_date": _text("lastChangeDate")}, natural="saleID"
 )
-REPORT: tuple[type[SQLModel], Keys] = (WbReportRow, lambda r: {"rrd_id": r["rrdId"]})  # camelCase rows
-CAMPAIGNS: tuple[type[SQLModel], Keys] = (WbCampaign, lambda r: {"advert_id": r["id"]})  # adverts v2 shape
-STOCKS: tuple[type[SQLModel], Keys] = (
-    WbStock,
-    lambda r: {"nm_id": r["nmId"], "chrt_id": r["chrtId"], "warehouse_id": r["warehouseId"]},
+REPORT = Dataset("wb_report_rows", {"rrd_id": _bigint("rrdId")})  # camelCase rows (SalesReportsDetailedRes)
+CAMPAIGNS = Dataset("wb_campaigns", {"advert_id": _bigint("id")})  # adverts v2 shape
+# A fullstats day of one campaign: {"advertId", "day": <the day as WB sends it>}.
+CAMPAIGN_STATS = Dataset(
+    "wb_campaign_stats",
+    {"advert_id": _bigint("advertId"), "day": "left(r->'day'->>'date', 10)::date"},
+    data="r->'day'",
 )
-CARDS: tuple[type[SQLModel], Keys] = (WbCard, lambda r: {"nm_id": r["nmID"]})
+STOCKS = Dataset(
+    "wb_stocks",
+    {"nm_id": _bigint("nmId"), "chrt_id": _bigint("chrtId"), "warehouse_id": _bigint("warehouseId")},
+)
+CARDS = Dataset("wb_cards", {"nm_id": _bigint("nmID")})
+
+SQL_CURSOR = "SELECT cursor FROM wb_feed_cursors WHERE account_id = %(account)s AND feed = %(feed)s"
+SQL_SAVE_CURSOR = (
+    "INSERT INTO wb_feed_cursors (account_id, feed, cursor) VALUES (%(account)s, %(feed)s, %(cursor)s) "
+    "ON CONFLICT (account_id, feed) DO UPDATE SET cursor = EXCLUDED.cursor, updated_at = now() "
+    "WHERE wb_feed_cursors.cursor IS DISTINCT FROM EXCLUDED.cursor"
+)
+
+
+@dataclass(frozen=True)
+class _Cursor:
+    cursor: str
 
 
 class WbData:
-    """The imported WB rows and the feeds' cursors of every account: upserted by natural keys, never duplicated."""
+    """The imported WB rows and the feeds' cursors of every account: upserted by natural keys, never
+    duplicated, each a single prepared statement (gatehouse.db.Statements)."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, statements: Statements) -> None:
+        self.statements = statements
 
     def read_cursor(self, account_id: uuid.UUID, feed: str) -> str | None:
-        with self.engine.connect() as conn:
-            return conn.execute(
-                text("SELECT cursor FROM wb_feed_cursors WHERE account_id = :account AND feed = :feed"),
-                {"account": account_id, "feed": feed},
-            ).scalar()
+        row = self.statements.one(SQL_CURSOR, {"account": account_id, "feed": feed}, _Cursor)
+        return row.cursor if row else None
 
     def save_cursor(self, account_id: uuid.UUID, feed: str, cursor: str) -> None:
-        self.upsert_values(WbFeedCursor, [{"account_id": account_id, "feed": feed, "cursor": cursor}])
+        self.statements.run(SQL_SAVE_CURSOR, {"account": account_id, "feed": feed, "cursor": cursor})
 
-    def upsert(
-        self, dataset: tuple[type[SQLModel], Keys], account_id: uuid.UUID, rows: Iterable[dict]
-    ) -> int:
-        """Insert ``rows``, or update those that changed; returns how many it was given (deduplicated)."""
-        model, keys = dataset
-        return self.upsert_values(
-            model, [{"account_id": account_id, **keys(row), "data": row} for row in rows]
-        )
-
-    def upsert_values(self, model: type[SQLModel], values: list[dict[str, Any]]) -> int:
-        if not values:
-            return 0
-        table = model.__table__
-        primary = [c.name for c in table.primary_key.columns]
-        # One page may repeat a key (WB pages by ">= cursor"); keep its last version.
-        unique = list({tuple(v[k] for k in primary): v for v in values}.values())
-        stmt = pg_insert(table).values(unique)
-        updates = {c: stmt.excluded[c] for c in unique[0] if c not in primary}
-        stamp = "imported_at" if "imported_at" in table.c else "updated_at"
-        # Only a row whose values changed is written (and stamped): a sync over unchanged data
-        # writes nothing, no dead tuple, no WAL, and the stamp says when the data last changed.
-        changed = tuple_(*(table.c[c] for c in updates)).is_distinct_from(tuple_(*updates.values()))
-        stmt = stmt.on_conflict_do_update(
-            index_elements=primary, set_={**updates, stamp: text("now()")}, where=changed
-        )
-        with self.engine.begin() as conn:
-            conn.execute(stmt)
-        return len(unique)
+    def upsert(self, dataset: Dataset, account_id: uuid.UUID, rows: Sequence[dict]) -> None:
+        """Insert ``rows``, or update those that changed."""
+        if rows:
+            self.statements.run(dataset.sql, {"account": account_id, "rows": Jsonb(list(rows))})

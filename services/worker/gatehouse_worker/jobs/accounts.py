@@ -27,15 +27,15 @@ def account_verify(ctx: JobContext, accounts: AccountHandlers) -> dict[str, Any]
     # The token may change while this runs: then the new one is checked (its own job is this one:
     # one live account-verify per account), and what was learnt of the old one is dropped.
     for _ in range(3):
-        with ctx.wb() as client:
-            token = sha256(ctx.wb_token or "")[:16]  # the answers saved so far are this token's
-            saved = ctx.checkpoint
-            access = dict(saved.get("access", {})) if saved.get("token") == token else {}
-            for category in CATEGORIES:
-                if category not in access:
-                    access[category] = _ping(client, category)
-                    ctx.save_checkpoint({"token": token, "access": access})  # a 429 pause resumes here
-            info = client.call(wb.SELLER_INFO) or {}
+        client = ctx.wb()
+        token = sha256(ctx.wb_token or "")[:16]  # the answers saved so far are this token's
+        saved = ctx.checkpoint
+        access = dict(saved.get("access", {})) if saved.get("token") == token else {}
+        for category in CATEGORIES:
+            if category not in access:
+                access[category] = _ping(client, category)
+                ctx.save_checkpoint({"token": token, "access": access})  # a 429 pause resumes here
+        info = client.call(wb.SELLER_INFO) or {}
         seller = {field: info.get(field) for field in SELLER_FIELDS}
         if accounts.record_verification(ctx.job.account_id, ctx.wb_token, access, seller):
             return {"access": access, "seller": seller}

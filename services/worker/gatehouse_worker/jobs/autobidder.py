@@ -19,10 +19,10 @@ WITH_STATS = frozenset({7, 9, 11})
 
 @job(AUTOBIDDER_SYNC_USER)
 def autobidder_sync_user(ctx: JobContext, data: WbData) -> dict[str, Any]:
-    with ctx.wb() as client:
-        campaigns = (client.call(wb.ADVERTS) or {}).get("adverts", [])
-        data.upsert(tables.CAMPAIGNS, ctx.job.account_id, campaigns)
-        stats = sync_stats(ctx, data, client, campaigns, date.today(), days=STATS_DAYS)
+    client = ctx.wb()
+    campaigns = (client.call(wb.ADVERTS) or {}).get("adverts", [])
+    data.upsert(tables.CAMPAIGNS, ctx.job.account_id, campaigns)
+    stats = sync_stats(ctx, data, client, campaigns, date.today(), days=STATS_DAYS)
     return {"campaigns": len(campaigns), "statDays": stats}
 
 
@@ -37,15 +37,7 @@ def sync_stats(
     for start in range(0, len(ids), IDS_PER_CALL):
         chunk = ",".join(str(i) for i in ids[start : start + IDS_PER_CALL])
         answer = client.call(wb.FULLSTATS, params={"ids": chunk, "beginDate": begin, "endDate": end}) or []
-        values = [
-            {
-                "account_id": ctx.job.account_id,
-                "advert_id": item["advertId"],
-                "day": day["date"][:10],
-                "data": day,
-            }
-            for item in answer
-            for day in item.get("days", [])
-        ]
-        written += data.upsert_values(tables.WbCampaignStat, values)
+        days = [{"advertId": item["advertId"], "day": day} for item in answer for day in item.get("days", [])]
+        data.upsert(tables.CAMPAIGN_STATS, ctx.job.account_id, days)
+        written += len(days)
     return written

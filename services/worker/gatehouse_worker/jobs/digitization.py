@@ -19,14 +19,14 @@ from gatehouse_worker.runtime import JobContext, job
 def import_user_feeds(ctx: JobContext, data: WbData) -> dict[str, Any]:
     """Orders and sales whose last change falls in [dateFrom, dateTo]."""
     since, until = ctx.payload["dateFrom"], f"{ctx.payload['dateTo']}T23:59:59"
-    with ctx.wb() as client:
-        return {
-            feed: import_feed(ctx, data, client, feed, endpoint, dataset, since, until)
-            for feed, endpoint, dataset in (
-                ("orders", wb.ORDERS, tables.ORDERS),
-                ("sales", wb.SALES, tables.SALES),
-            )
-        }
+    client = ctx.wb()
+    return {
+        feed: import_feed(ctx, data, client, feed, endpoint, dataset, since, until)
+        for feed, endpoint, dataset in (
+            ("orders", wb.ORDERS, tables.ORDERS),
+            ("sales", wb.SALES, tables.SALES),
+        )
+    }
 
 
 def import_feed(
@@ -35,7 +35,7 @@ def import_feed(
     client: wb.WbClient,
     feed: str,
     endpoint: wb.Endpoint,
-    dataset: Any,
+    dataset: tables.Dataset,
     since: str,
     until: str,
     *,
@@ -49,17 +49,16 @@ def import_feed(
     with ``remember`` the account's own cursor for the feed moves along too
     (the scheduled incremental sync starts from it next time).
     """
-    keys = dataset[1]
     state = ctx.checkpoint.get(feed) or {"cursor": since, "stored": 0, "boundary": [], "done": False}
     while not state["done"]:
         rows = client.call(endpoint, params={"dateFrom": state["cursor"], "flag": 0}) or []
         in_period = [r for r in rows if r["lastChangeDate"] <= until]
         data.upsert(dataset, ctx.job.account_id, in_period)
         seen = set(state["boundary"])
-        state["stored"] += sum(1 for r in in_period if _key(keys, r) not in seen)
+        state["stored"] += sum(1 for r in in_period if r[dataset.natural] not in seen)
         last = rows[-1]["lastChangeDate"] if rows else state["cursor"]
         state["done"] = not rows or last > until or last == state["cursor"]
-        state["boundary"] = [_key(keys, r) for r in in_period if r["lastChangeDate"] == last]
+        state["boundary"] = [r[dataset.natural] for r in in_period if r["lastChangeDate"] == last]
         state["cursor"] = last
         ctx.save_checkpoint({**ctx.checkpoint, feed: state})
         if remember:
@@ -67,16 +66,12 @@ def import_feed(
     return state["stored"]
 
 
-def _key(keys: Any, row: dict[str, Any]) -> str:
-    return "|".join(str(v) for k, v in keys(row).items() if k != "last_change_date")
-
-
 @job(IMPORT_USER_REPORT)
 def import_user_report(ctx: JobContext, data: WbData, report_page_rows: int) -> dict[str, Any]:
-    with ctx.wb() as client:
-        rows = import_report(
-            ctx, data, client, ctx.payload["dateFrom"], ctx.payload["dateTo"], page_rows=report_page_rows
-        )
+    client = ctx.wb()
+    rows = import_report(
+        ctx, data, client, ctx.payload["dateFrom"], ctx.payload["dateTo"], page_rows=report_page_rows
+    )
     return {"reportRows": rows}
 
 

@@ -29,15 +29,13 @@ def sync_incremental(ctx: JobContext, data: WbData) -> dict[str, Any]:
     """Orders and sales changed since the account's stored cursors."""
     start = (date.today() - timedelta(days=FIRST_SYNC_DAYS)).isoformat()
     counts = {}
-    with ctx.wb() as client:
-        for feed, endpoint, dataset in (
-            ("orders", wb.ORDERS, tables.ORDERS),
-            ("sales", wb.SALES, tables.SALES),
-        ):
-            since = data.read_cursor(ctx.job.account_id, feed) or start
-            counts[feed] = import_feed(
-                ctx, data, client, feed, endpoint, dataset, since, "9999", remember=True
-            )
+    client = ctx.wb()
+    for feed, endpoint, dataset in (
+        ("orders", wb.ORDERS, tables.ORDERS),
+        ("sales", wb.SALES, tables.SALES),
+    ):
+        since = data.read_cursor(ctx.job.account_id, feed) or start
+        counts[feed] = import_feed(ctx, data, client, feed, endpoint, dataset, since, "9999", remember=True)
     return counts
 
 
@@ -50,10 +48,8 @@ def sync_backfill(ctx: JobContext, data: WbData, report_page_rows: int) -> dict[
     if end < date.today() - timedelta(days=BACKFILL_HISTORY_DAYS):
         return {"done": True}
     begin = end - timedelta(days=BACKFILL_CHUNK_DAYS - 1)
-    with ctx.wb() as client:
-        rows = import_report(
-            ctx, data, client, begin.isoformat(), end.isoformat(), page_rows=report_page_rows
-        )
+    client = ctx.wb()
+    rows = import_report(ctx, data, client, begin.isoformat(), end.isoformat(), page_rows=report_page_rows)
     data.save_cursor(account, "report-backfill", begin.isoformat())
     return {"from": begin.isoformat(), "to": end.isoformat(), "reportRows": rows}
 
@@ -61,10 +57,10 @@ def sync_backfill(ctx: JobContext, data: WbData, report_page_rows: int) -> dict[
 @job(jt.RNP_ADS)
 def rnp_ads(ctx: JobContext, data: WbData) -> dict[str, Any]:
     """Campaigns and their fullstats of yesterday and today (РНП ads)."""
-    with ctx.wb() as client:
-        campaigns = (client.call(wb.ADVERTS) or {}).get("adverts", [])
-        data.upsert(tables.CAMPAIGNS, ctx.job.account_id, campaigns)
-        days = sync_stats(ctx, data, client, campaigns, date.today() + timedelta(days=1), days=2)
+    client = ctx.wb()
+    campaigns = (client.call(wb.ADVERTS) or {}).get("adverts", [])
+    data.upsert(tables.CAMPAIGNS, ctx.job.account_id, campaigns)
+    days = sync_stats(ctx, data, client, campaigns, date.today() + timedelta(days=1), days=2)
     return {"campaigns": len(campaigns), "statDays": days}
 
 
@@ -73,8 +69,8 @@ def rnp_finance(ctx: JobContext, data: WbData, report_page_rows: int) -> dict[st
     """The last week's realization report (РНП finance)."""
     end = date.today() - timedelta(days=1)
     begin = (end - timedelta(days=FINANCE_DAYS - 1)).isoformat()
-    with ctx.wb() as client:
-        rows = import_report(ctx, data, client, begin, end.isoformat(), page_rows=report_page_rows)
+    client = ctx.wb()
+    rows = import_report(ctx, data, client, begin, end.isoformat(), page_rows=report_page_rows)
     return {"reportRows": rows}
 
 
@@ -83,35 +79,34 @@ def rnp_finance(ctx: JobContext, data: WbData, report_page_rows: int) -> dict[st
 def inventory_sync(ctx: JobContext, data: WbData) -> dict[str, Any]:
     """Stocks on WB warehouses, page by page on the offset."""
     offset = ctx.checkpoint.get("offset", 0)
-    with ctx.wb() as client:
-        while True:
-            answer = client.call(wb.STOCKS, body={"limit": STOCKS_PAGE, "offset": offset}) or {}
-            items = answer.get("data", {}).get("items", [])
-            data.upsert(tables.STOCKS, ctx.job.account_id, items)
-            offset += len(items)
-            ctx.save_checkpoint({"offset": offset})
-            if len(items) < STOCKS_PAGE:
-                return {"stocks": offset}
+    client = ctx.wb()
+    while True:
+        answer = client.call(wb.STOCKS, body={"limit": STOCKS_PAGE, "offset": offset}) or {}
+        items = answer.get("data", {}).get("items", [])
+        data.upsert(tables.STOCKS, ctx.job.account_id, items)
+        offset += len(items)
+        ctx.save_checkpoint({"offset": offset})
+        if len(items) < STOCKS_PAGE:
+            return {"stocks": offset}
 
 
 @job(jt.CATALOG_SYNC)
 def catalog_sync(ctx: JobContext, data: WbData) -> dict[str, Any]:
     """Product cards, page by page on the (updatedAt, nmID) cursor until a short page."""
     state = ctx.checkpoint or {"cursor": {}, "cards": 0}
-    with ctx.wb() as client:
-        while True:
-            cursor = {"limit": CARDS_PAGE, **state["cursor"]}
-            answer = (
-                client.call(wb.CARDS, body={"settings": {"cursor": cursor, "filter": {"withPhoto": -1}}})
-                or {}
-            )
-            cards = answer.get("cards", [])
-            data.upsert(tables.CARDS, ctx.job.account_id, cards)
-            last = answer.get("cursor") or {}
-            state = {
-                "cursor": {"updatedAt": last.get("updatedAt"), "nmID": last.get("nmID")},
-                "cards": state["cards"] + len(cards),
-            }
-            ctx.save_checkpoint(state)
-            if last.get("total", 0) < CARDS_PAGE:
-                return {"cards": state["cards"]}
+    client = ctx.wb()
+    while True:
+        cursor = {"limit": CARDS_PAGE, **state["cursor"]}
+        answer = (
+            client.call(wb.CARDS, body={"settings": {"cursor": cursor, "filter": {"withPhoto": -1}}}) or {}
+        )
+        cards = answer.get("cards", [])
+        data.upsert(tables.CARDS, ctx.job.account_id, cards)
+        last = answer.get("cursor") or {}
+        state = {
+            "cursor": {"updatedAt": last.get("updatedAt"), "nmID": last.get("nmID")},
+            "cards": state["cards"] + len(cards),
+        }
+        ctx.save_checkpoint(state)
+        if last.get("total", 0) < CARDS_PAGE:
+            return {"cards": state["cards"]}
