@@ -72,14 +72,13 @@ class DatasetAges:
     stale_accounts: int
 
 
-RECORD = text(
-    """
+# In a completion's transaction: a psycopg statement (prepared by the server after its first uses).
+RECORD = """
     INSERT INTO account_datasets (account_id, dataset, last_synced_at, last_job_id)
-    SELECT :account, d, now(), :job FROM unnest(CAST(:datasets AS text[])) AS d
+    SELECT %(account)s, d, now(), %(job)s FROM unnest(CAST(%(datasets)s AS text[])) AS d
     ON CONFLICT (account_id, dataset)
     DO UPDATE SET last_synced_at = excluded.last_synced_at, last_job_id = excluded.last_job_id
     """
-)
 # One prepared statement (a status poll's neighbour): no row, no account; a NULL dataset, none synced.
 OF_ACCOUNT = """
     SELECT d.dataset, d.last_synced_at, d.last_job_id,
@@ -126,7 +125,7 @@ class FreshnessStore:
 
     def record(self, tx: Tx, account_id: uuid.UUID, datasets: tuple[str, ...], job_id: uuid.UUID) -> None:
         """These datasets of the account are up to date as of this transaction, by this job."""
-        tx.conn.execute(RECORD, {"account": account_id, "datasets": list(datasets), "job": job_id})
+        tx.run(RECORD, {"account": account_id, "datasets": list(datasets), "job": job_id})
 
     def of_account(self, account_id: uuid.UUID) -> list[DatasetFreshness]:
         """Every dataset of the account, in DATASETS' order (one never synced: no time, stale); NotFound

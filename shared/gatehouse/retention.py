@@ -40,7 +40,8 @@ TABLES = ("jobs", "webhook_deliveries", "webhook_attempts", "notifications", "au
 
 @dataclass(frozen=True)
 class RetentionPolicy:
-    """The retention settings, in ms (0: kept for ever)."""
+    """The retention settings, in ms (0: kept for ever), and RETENTION_SCALE, which multiplies every
+    retention, a job type's own too (a soak keeps a sync's completed run minutes, not an hour)."""
 
     job_completed_ms: int
     job_failed_ms: int
@@ -48,6 +49,7 @@ class RetentionPolicy:
     webhook_dead_ms: int
     notification_ms: int
     audit_ms: int
+    scale: float = 1.0
 
     @classmethod
     def from_settings(cls, s: Settings) -> RetentionPolicy:
@@ -58,16 +60,28 @@ class RetentionPolicy:
             webhook_dead_ms=s.webhook_retention_dead,
             notification_ms=s.notification_retention,
             audit_ms=s.audit_retention,
+            scale=s.retention_scale,
         )
+
+    def _scaled(self, ms: int) -> int:
+        return max(1, round(ms * self.scale)) if ms else 0  # 0 stays "for ever"
 
     def job_age_ms(self, job_type: str, state: str) -> int:
         """How long a job of ``job_type`` that ended ``state`` is kept (a type no longer declared: the settings')."""
         default = self.job_completed_ms if state == "completed" else self.job_failed_ms
         declared = REGISTRY.get(job_type)
-        return (declared.retention if declared else SETTINGS_RETENTION).age_ms(state, default)
+        return self._scaled((declared.retention if declared else SETTINGS_RETENTION).age_ms(state, default))
 
     def deliveries(self) -> dict[str, int]:
-        return {"delivered": self.webhook_delivered_ms, "dead": self.webhook_dead_ms}
+        return {"delivered": self._scaled(self.webhook_delivered_ms), "dead": self._scaled(self.webhook_dead_ms)}
+
+    @property
+    def notification_age_ms(self) -> int:
+        return self._scaled(self.notification_ms)
+
+    @property
+    def audit_age_ms(self) -> int:
+        return self._scaled(self.audit_ms)
 
 
 @dataclass
@@ -133,14 +147,14 @@ class RetentionHandlers:
                     )
                 if not counted(webhook_deliveries=deliveries, webhook_attempts=attempts):
                     break
-        while self.policy.notification_ms:
+        while self.policy.notification_age_ms:
             with self.uow.begin() as tx:
-                n = self.notifications.prune(tx, age_ms=self.policy.notification_ms, limit=self.batch_size)
+                n = self.notifications.prune(tx, age_ms=self.policy.notification_age_ms, limit=self.batch_size)
             if not counted(notifications=n):
                 break
-        while self.policy.audit_ms:
+        while self.policy.audit_age_ms:
             with self.uow.begin() as tx:
-                n = audit.prune(tx.conn, age_ms=self.policy.audit_ms, limit=self.batch_size)
+                n = audit.prune(tx.conn, age_ms=self.policy.audit_age_ms, limit=self.batch_size)
             if not counted(audit_log=n):
                 break
         with self.uow.begin() as tx:
@@ -161,11 +175,11 @@ class RetentionHandlers:
                 deliveries, attempts = self.webhooks.prunable_deliveries(status, age_ms=age_ms)
                 run.deleted["webhook_deliveries"] += deliveries
                 run.deleted["webhook_attempts"] += attempts
-        if self.policy.notification_ms:
-            run.deleted["notifications"] = self.notifications.prunable(age_ms=self.policy.notification_ms)
-        if self.policy.audit_ms:
+        if self.policy.notification_age_ms:
+            run.deleted["notifications"] = self.notifications.prunable(age_ms=self.policy.notification_age_ms)
+        if self.policy.audit_age_ms:
             with self.uow.begin() as tx:
-                run.deleted["audit_log"] = audit.prunable(tx.conn, age_ms=self.policy.audit_ms)
+                run.deleted["audit_log"] = audit.prunable(tx.conn, age_ms=self.policy.audit_age_ms)
         return run
 
     def _job_retentions(self) -> list[tuple[str, str, int]]:

@@ -457,6 +457,9 @@ class Settings(BaseSettings):
     webhook_retention_dead: int = 30 * 86_400_000
     notification_retention: int = 90 * 86_400_000
     audit_retention: int = 365 * 86_400_000
+    # Multiplies every retention above and every job type's own (like RETRY_DELAY_SCALE): a soak
+    # runs a day's retention in minutes (0.0333: a sync's completed run kept 2 min, not 1 h).
+    retention_scale: float = Field(default=1.0, gt=0)
     prune_batch_size: int = Field(default=5_000, ge=1)
 
 

@@ -77,6 +77,13 @@ class Tx:
         with self.cursor(row) as cur:
             return cur.execute(sql, params).fetchall()
 
+    def run(self, sql: str, params: dict[str, Any]) -> int:
+        """A statement that returns no rows, in this unit of work; how many rows it touched."""
+        if self._conn is None:
+            return self._statements.run(sql, params)
+        with self._conn.connection.driver_connection.cursor() as cur:
+            return cur.execute(sql, params).rowcount
+
     def record(self, *messages: Message) -> None:
         """Send these after the commit (the job store records what it writes; nobody else needs to)."""
         self.messages.extend(messages)

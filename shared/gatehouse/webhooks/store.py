@@ -161,19 +161,19 @@ class Answer:
 # batches of :batch_size, each batch with the id of its job; returns the batches, the endpoints
 # taking turns (first batches first), so the workers that take the first messages spread over
 # the endpoints instead of queueing for one endpoint's slots.
-OUTBOX = text(
-    """
+# In the caller's transaction: a psycopg statement (prepared by the server after its first uses).
+OUTBOX = """
 WITH events AS (
   SELECT ev->>'id' AS message_id, ev->>'type' AS type, ev->'payload' AS payload,
     CAST(ev->>'account' AS uuid) AS account_id, n
-  FROM jsonb_array_elements(CAST(:events AS jsonb)) WITH ORDINALITY AS listed(ev, n)
+  FROM jsonb_array_elements(CAST(%(events)s AS jsonb)) WITH ORDINALITY AS listed(ev, n)
 ), targets AS MATERIALIZED (
   SELECT e.id AS endpoint_id, ev.message_id, ev.type, ev.payload, gen_random_uuid() AS delivery_id,
-    (row_number() OVER (PARTITION BY e.id ORDER BY ev.n) - 1) / :batch_size AS batch
-  FROM events AS ev JOIN webhook_endpoints AS e ON e.enabled AND CASE WHEN CAST(:endpoint_id AS uuid) IS NULL
+    (row_number() OVER (PARTITION BY e.id ORDER BY ev.n) - 1) / %(batch_size)s AS batch
+  FROM events AS ev JOIN webhook_endpoints AS e ON e.enabled AND CASE WHEN CAST(%(endpoint_id)s AS uuid) IS NULL
     THEN (e.event_types IS NULL OR ev.type = ANY(e.event_types))
       AND (e.account_id IS NULL OR e.account_id = ev.account_id)
-    ELSE e.id = CAST(:endpoint_id AS uuid) END
+    ELSE e.id = CAST(%(endpoint_id)s AS uuid) END
 ), batches AS MATERIALIZED (
   SELECT endpoint_id, batch, count(*) AS size, gen_random_uuid() AS job_id FROM targets GROUP BY 1, 2
 ), deliveries AS (
@@ -182,7 +182,17 @@ WITH events AS (
   FROM targets AS t JOIN batches AS b USING (endpoint_id, batch)
 )
 SELECT job_id, endpoint_id, size FROM batches ORDER BY batch, endpoint_id"""
-)
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """A batch of new deliveries to one endpoint: its webhook.deliver job."""
+
+    job_id: uuid.UUID
+    endpoint_id: uuid.UUID
+    size: int
+
+
 # The endpoints an owner sees: an account its own; the admin (account_id NULL) every one.
 OWNED = "(CAST(:account_id AS uuid) IS NULL OR account_id = CAST(:account_id AS uuid))"
 # A new series of attempts for replayable deliveries, in batches per endpoint like the outbox's
@@ -326,9 +336,11 @@ class WebhookStore:
             }
             for e in events
         ]
-        batches = tx.conn.execute(
-            OUTBOX, {"endpoint_id": endpoint_id, "events": json.dumps(listed), "batch_size": self.batch_size}
-        ).all()
+        batches = tx.all(
+            OUTBOX,
+            {"endpoint_id": endpoint_id, "events": json.dumps(listed), "batch_size": self.batch_size},
+            _Batch,
+        )
         self._queue(tx, batches)
 
     def _queue(self, tx: Tx, batches: Sequence[Any]) -> None:
