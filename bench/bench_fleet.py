@@ -146,22 +146,22 @@ def chosen_schedules() -> list[Schedule]:
 # -- the fleet ------------------------------------------------------------------------------------
 
 
-def seed_accounts(settings: Settings) -> None:
-    """ACCOUNTS accounts with WB tokens (the sandbox's seller is the raw token), KEYED with a key.
+def seed_accounts(settings: Settings, accounts: int = ACCOUNTS) -> None:
+    """``accounts`` accounts with WB tokens (the sandbox's seller is the raw token), KEYED with a key.
 
     No bulk path exists in the accounts' store, so this is COPY (a bench may write SQL directly).
     """
     cipher = TokenCipher(settings)
     with psycopg.connect(settings.libpq_url, autocommit=True) as conn:
         with conn.cursor().copy("COPY accounts (id, name, wb_token_encrypted) FROM STDIN") as copy:
-            for i in range(ACCOUNTS):
+            for i in range(accounts):
                 copy.write_row((account_id(i), f"fleet-{i}", cipher.encrypt(f"fleet-{i}")))
         conn.execute(
             "INSERT INTO api_keys (id, account_id, secret_sha256)"
             " SELECT lpad(to_hex(i), 16, '0'), md5('fleet' || i)::uuid,"
             "        encode(sha256(convert_to('s' || i, 'UTF8')), 'hex')"
             " FROM generate_series(0, %s - 1) i",
-            [min(KEYED, ACCOUNTS)],
+            [min(KEYED, accounts)],
         )
         conn.execute("ANALYZE")
 

@@ -73,7 +73,10 @@ class RetentionPolicy:
         return self._scaled((declared.retention if declared else SETTINGS_RETENTION).age_ms(state, default))
 
     def deliveries(self) -> dict[str, int]:
-        return {"delivered": self._scaled(self.webhook_delivered_ms), "dead": self._scaled(self.webhook_dead_ms)}
+        return {
+            "delivered": self._scaled(self.webhook_delivered_ms),
+            "dead": self._scaled(self.webhook_dead_ms),
+        }
 
     @property
     def notification_age_ms(self) -> int:
@@ -149,7 +152,9 @@ class RetentionHandlers:
                     break
         while self.policy.notification_age_ms:
             with self.uow.begin() as tx:
-                n = self.notifications.prune(tx, age_ms=self.policy.notification_age_ms, limit=self.batch_size)
+                n = self.notifications.prune(
+                    tx, age_ms=self.policy.notification_age_ms, limit=self.batch_size
+                )
             if not counted(notifications=n):
                 break
         while self.policy.audit_age_ms:

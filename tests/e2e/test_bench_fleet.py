@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from bench import bench_fleet, bench_fleet_reads
+from bench import bench_fleet, bench_fleet_reads, bench_soak
 from tests.conftest import TEST_REDIS_DB
 
 
@@ -41,6 +41,24 @@ def test_bench_fleet_runs_a_tick_and_a_sweep_and_reports_every_figure(bench_stor
     assert results["Redis bytes per account, fullest"] > 0
     assert results["jobs bytes per row"] > 100
     assert results["WB calls per account per minute"] > 0
+    # The ads sync against its floor (the same calls and upserts, bare)
+    assert math.isfinite(results["worker CPU/floor, rnp-ads"]) and results["worker CPU/floor, rnp-ads"] > 0
+
+
+def test_bench_soak_samples_every_figure_and_plots_them(bench_stores, monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(bench_soak, "ACCOUNTS", 30)
+    monkeypatch.setattr(bench_soak, "MINUTES", 1.0)
+    monkeypatch.setattr(bench_soak, "SAMPLE_S", 10.0)
+    monkeypatch.setattr(bench_soak, "PLOT", tmp_path / "soak.png")
+
+    results = {r.name: r.value for r in bench_soak.main()}
+
+    out = capsys.readouterr().out
+    assert "autovacuum on" in out, out
+    assert (tmp_path / "soak.png").stat().st_size > 10_000
+    assert math.isfinite(results["growth after the first third, jobs"]), out
+    assert results["worker CPU ms per run (median)"] > 0, out
+    assert math.isfinite(results["status poll p99 later / first third"]), out
 
 
 def test_bench_fleet_reads_measures_every_probe_at_both_sizes(bench_stores, monkeypatch, capsys):
