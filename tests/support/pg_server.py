@@ -55,7 +55,7 @@ def binaries() -> Path | None:
     return None
 
 
-def _server_user() -> str | None:
+def server_user() -> str | None:
     """The system user the server runs as: None (this one) unless we are root."""
     if os.geteuid() != 0:
         return None
@@ -149,7 +149,7 @@ def private_postgres() -> Iterator[PgServer]:
     bin_dir = binaries()
     if bin_dir is None:
         pytest.skip("no PostgreSQL binaries (/usr/lib/postgresql/*/bin or the pgserver wheel)")
-    user = _server_user()
+    user = server_user()
     if os.geteuid() == 0 and user is None:
         pytest.skip("running as root and no non-root system user to run PostgreSQL as")
     # The system temp dir, not pytest's (mode 0700, which the server's user could not enter).
