@@ -95,7 +95,7 @@ def soak_settings(base: Settings, wb_url: str) -> Settings:
             # The background's user imports keep their completed runs the settings' 7 days: 5.6 h at this
             # scale, longer than any soak, so their rows would grow to its end. 3 h is 6 minutes here: they
             # reach their steady state within the first third, as the ads runs (2 min) do.
-            "job_retention_completed": 3 * 3_600_000,
+            "job_retention_completed": "3h",  # (as the processes read it: a retention needs its unit)
             "worker_idle_poll_ms": Settings.model_fields["worker_idle_poll_ms"].default,
             "worker_quiet_poll_ms": Settings.model_fields["worker_quiet_poll_ms"].default,
         }
