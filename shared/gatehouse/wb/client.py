@@ -195,13 +195,14 @@ def _answer(endpoint: Endpoint, response: httpx.Response) -> Any:
             limit=int(limit) if limit is not None else None,
             reset_s=_seconds(response, "X-Ratelimit-Reset"),
         )
-    if status == 401 and endpoint.category and _detail(response).strip().lower() == SCOPE_NOT_ALLOWED:
-        raise WbScopeDenied(
-            f"WB refused {where}: the token lacks its category (401: {SCOPE_NOT_ALLOWED})",
-            category=endpoint.category,
-        )
     if status == 401:
-        raise WbUnauthorized(f"WB rejected the account's token on {where} (401: {_detail(response)})")
+        detail = _detail(response)
+        if endpoint.category and detail.strip().lower() == SCOPE_NOT_ALLOWED:
+            raise WbScopeDenied(
+                f"WB refused {where}: the token lacks its category (401: {SCOPE_NOT_ALLOWED})",
+                category=endpoint.category,
+            )
+        raise WbUnauthorized(f"WB rejected the account's token on {where} (401: {detail})")
     if status == 403:
         raise WbForbidden(f"WB refused {where} for this token (403: {_detail(response)})")
     if 400 <= status < 500:

@@ -68,12 +68,8 @@ class TokenScopeMissing(Conflict):
         self.details = {"category": category}
 
 
-def denied_of(stored: Mapping[str, str] | None, needs: Iterable[str]) -> str | None:
-    """The first of ``needs`` WB said the token lacks, or None."""
-    return next((category for category in needs if (stored or {}).get(category) == DENIED), None)
-
-
 def require_scopes(account_id: object, stored: Mapping[str, str] | None, needs: Iterable[str]) -> None:
-    """409 TOKEN_SCOPE_MISSING when WB said the token lacks a category a job needs."""
-    if (category := denied_of(stored, needs)) is not None:
-        raise TokenScopeMissing(account_id, category)
+    """409 TOKEN_SCOPE_MISSING naming the first category a job needs that WB said the token lacks."""
+    for category in needs:
+        if (stored or {}).get(category) == DENIED:
+            raise TokenScopeMissing(account_id, category)
